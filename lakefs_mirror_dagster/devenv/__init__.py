@@ -1,0 +1,42 @@
+"""The local multi-region environment: lakeFS and MinIO built from their Go modules, PostgreSQL.
+
+Shared by the tests, the demo and users (``lakefs-mirror devenv up|status|down``).
+"""
+
+from .build import cache_dir, ensure_lakefs_binary, ensure_minio_binary
+from .environment import (
+    DEFAULT_REGIONS,
+    Environment,
+    RegionSpec,
+    default_state_dir,
+    environment_down,
+    environment_status,
+    environment_up,
+    load_environment,
+    parse_region_spec,
+)
+from .processes import DevenvError
+from .servers import LakeFSRegion, MinioInstance, start_lakefs, start_minio
+from .versions import LAKEFS_VERSION, MINIO_VERSION
+
+__all__ = [
+    "DEFAULT_REGIONS",
+    "LAKEFS_VERSION",
+    "MINIO_VERSION",
+    "DevenvError",
+    "Environment",
+    "LakeFSRegion",
+    "MinioInstance",
+    "RegionSpec",
+    "cache_dir",
+    "default_state_dir",
+    "ensure_lakefs_binary",
+    "ensure_minio_binary",
+    "environment_down",
+    "environment_status",
+    "environment_up",
+    "load_environment",
+    "parse_region_spec",
+    "start_lakefs",
+    "start_minio",
+]

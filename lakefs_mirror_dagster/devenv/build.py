@@ -1,0 +1,153 @@
+"""Build lakeFS and MinIO from their Go modules into a cache outside the repository.
+
+Nothing of lakeFS or MinIO is vendored: lakeFS comes in through our small wrapper module
+(``gowrap/lakefs``) and MinIO through ``go install``. Builds are keyed by version, reused when present,
+serialised by a file lock (two test sessions never build at once), and land atomically (built to a
+temporary name, then renamed), so an interrupted build never leaves a broken binary behind.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .processes import DevenvError
+from .versions import LAKEFS_MODULE, LAKEFS_VERSION, MIN_GO_VERSION, MINIO_MODULE, MINIO_VERSION
+
+__all__ = ["cache_dir", "ensure_lakefs_binary", "ensure_minio_binary", "go_version"]
+
+_WRAPPER_DIR = Path(__file__).parent / "gowrap" / "lakefs"
+_BUILD_TIMEOUT_S = 3600
+
+
+def cache_dir() -> Path:
+    """Where built binaries live: ``$LAKEFS_MIRROR_CACHE`` or ``~/.cache/lakefs-mirror-dagster``."""
+    root = os.environ.get("LAKEFS_MIRROR_CACHE") or str(Path.home() / ".cache" / "lakefs-mirror-dagster")
+    return Path(root).expanduser()
+
+
+def go_version() -> tuple[int, int, int]:
+    """The machine's Go version; a clear error when Go is missing or too old for the pinned lakeFS."""
+    go = shutil.which("go")
+    if go is None:
+        raise DevenvError(
+            "Go is not installed (no `go` on PATH); lakeFS and MinIO are built from their Go modules "
+            f"and need Go >= {'.'.join(map(str, MIN_GO_VERSION))}"
+        )
+    out = subprocess.run([go, "version"], capture_output=True, text=True, check=True).stdout
+    match = re.search(r"go(\d+)\.(\d+)(?:\.(\d+))?", out)
+    if match is None:
+        raise DevenvError(f"cannot read the Go version from {out!r}")
+    version = (int(match.group(1)), int(match.group(2)), int(match.group(3) or 0))
+    if version < MIN_GO_VERSION:
+        raise DevenvError(
+            f"Go {'.'.join(map(str, version))} is too old: lakeFS {LAKEFS_VERSION} needs Go >= "
+            f"{'.'.join(map(str, MIN_GO_VERSION))}"
+        )
+    return version
+
+
+def ensure_lakefs_binary() -> Path:
+    """Path of the pinned lakeFS server binary, building it on first use (``$LAKEFS_BIN`` wins)."""
+    override = os.environ.get("LAKEFS_BIN")
+    if override:
+        return _existing(override, "LAKEFS_BIN")
+    target = cache_dir() / "bin" / f"lakefs-{LAKEFS_VERSION}" / "lakefs"
+    if target.exists():
+        return target
+    with _build_lock("lakefs"):
+        if target.exists():
+            return target
+        go_version()
+        work = cache_dir() / "build" / f"lakefs-{LAKEFS_VERSION}"
+        work.mkdir(parents=True, exist_ok=True)
+        for name in ("go.mod", "go.sum", "main.go"):
+            src = _WRAPPER_DIR / name
+            if src.exists():
+                shutil.copyfile(src, work / name)
+        tmp = target.with_name(f".lakefs.{os.getpid()}.tmp")
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        ldflags = f"-X {LAKEFS_MODULE}/pkg/version.Version={LAKEFS_VERSION}"
+        _run_go(
+            ["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(tmp), "."], cwd=work, what="lakeFS"
+        )
+        tmp.replace(target)
+        return target
+
+
+def ensure_minio_binary() -> Path:
+    """Path of the pinned MinIO server binary, ``go install``-ed on first use (``$MINIO_BIN`` wins)."""
+    override = os.environ.get("MINIO_BIN")
+    if override:
+        return _existing(override, "MINIO_BIN")
+    target_dir = cache_dir() / "bin" / f"minio-{MINIO_VERSION}"
+    target = target_dir / "minio"
+    if target.exists():
+        return target
+    with _build_lock("minio"):
+        if target.exists():
+            return target
+        go_version()
+        staging = target_dir.with_name(f".minio-{os.getpid()}.tmp")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        _run_go(
+            ["go", "install", f"{MINIO_MODULE}@{MINIO_VERSION}"],
+            cwd=staging,
+            what="MinIO",
+            extra_env={"GOBIN": str(staging)},
+        )
+        target_dir.mkdir(parents=True, exist_ok=True)
+        (staging / "minio").replace(target)
+        shutil.rmtree(staging, ignore_errors=True)
+        return target
+
+
+def _existing(path: str, var: str) -> Path:
+    p = Path(path).expanduser()
+    if not (p.is_file() and os.access(p, os.X_OK)):
+        raise DevenvError(f"{var}={path} is not an executable file")
+    return p
+
+
+@contextmanager
+def _build_lock(name: str) -> Iterator[None]:
+    lock_path = cache_dir() / "build" / f"{name}.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _run_go(argv: list[str], *, cwd: Path, what: str, extra_env: dict[str, str] | None = None) -> None:
+    env = dict(os.environ)
+    env.update(
+        {
+            "CGO_ENABLED": "0",
+            # Never let `go` fetch a toolchain: the machine's Go must do.
+            "GOTOOLCHAIN": "local",
+            "GOFLAGS": "-mod=mod -buildvcs=false",
+        }
+    )
+    if extra_env:
+        env.update(extra_env)
+    print(
+        f"[devenv] building {what} ({' '.join(argv)}) in {cwd}; the first build takes several minutes",
+        file=sys.stderr,
+    )
+    start = time.monotonic()
+    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=_BUILD_TIMEOUT_S)
+    if proc.returncode != 0:
+        raise DevenvError(f"building {what} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+    print(f"[devenv] built {what} in {time.monotonic() - start:.0f}s", file=sys.stderr)

@@ -1,0 +1,216 @@
+"""``devenv up|status|down``: a multi-region lakeFS environment described in one JSON file.
+
+The layout is a list of regions, each on the local blockstore or on a MinIO server. Regions naming the
+same MinIO server share it (one bucket each); different MinIO names are different servers with different
+credentials, which is how "another S3 endpoint" is exercised. The state file is the single source of truth
+for what was started: ``down`` stops exactly the pids recorded there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .build import cache_dir
+from .processes import DevenvError, pid_alive, stop_pid
+from .servers import LakeFSRegion, MinioInstance, start_lakefs, start_minio
+
+__all__ = [
+    "DEFAULT_REGIONS",
+    "Environment",
+    "RegionSpec",
+    "default_state_dir",
+    "environment_down",
+    "environment_status",
+    "environment_up",
+    "load_environment",
+    "parse_region_spec",
+]
+
+STATE_FILE = "environment.json"
+
+
+@dataclass(frozen=True)
+class RegionSpec:
+    """One region to start: ``storage`` is ``local`` or ``s3:<minio-name>``."""
+
+    name: str
+    storage: str = "local"
+
+    @property
+    def minio(self) -> str | None:
+        return self.storage.split(":", 1)[1] if self.storage.startswith("s3:") else None
+
+
+DEFAULT_REGIONS = (RegionSpec("region-a"), RegionSpec("region-b"))
+
+
+def parse_region_spec(text: str) -> RegionSpec:
+    """Parse ``NAME[=local|=s3:MINIO]`` as given on the command line."""
+    name, _, storage = text.partition("=")
+    storage = storage or "local"
+    if not name or not (storage == "local" or (storage.startswith("s3:") and len(storage) > 3)):
+        raise DevenvError(f"bad region spec {text!r}: expected NAME, NAME=local or NAME=s3:MINIO_NAME")
+    return RegionSpec(name, storage)
+
+
+@dataclass
+class Environment:
+    """What ``up`` started, as read back from the state file."""
+
+    state_dir: str
+    regions: dict[str, LakeFSRegion] = field(default_factory=dict)
+    minio: dict[str, MinioInstance] = field(default_factory=dict)
+    postgres: dict[str, Any] | None = None
+
+    def region(self, name: str) -> LakeFSRegion:
+        try:
+            return self.regions[name]
+        except KeyError:
+            raise DevenvError(
+                f"no region {name!r} in this environment (have {sorted(self.regions)})"
+            ) from None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "state_dir": self.state_dir,
+            "regions": {k: v.to_json() for k, v in self.regions.items()},
+            "minio": {k: vars(v) for k, v in self.minio.items()},
+            "postgres": self.postgres,
+        }
+
+    def save(self) -> Path:
+        path = Path(self.state_dir) / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.to_json(), indent=2))
+        tmp.chmod(0o600)
+        tmp.replace(path)
+        return path
+
+    def pids(self) -> list[int]:
+        pids = [r.pid for r in self.regions.values()] + [m.pid for m in self.minio.values()]
+        if self.postgres and self.postgres.get("pid"):
+            pids.append(int(self.postgres["pid"]))
+        return pids
+
+
+def default_state_dir() -> Path:
+    """``$LAKEFS_MIRROR_DEVENV`` or a ``devenv`` folder in the cache directory."""
+    return Path(os.environ.get("LAKEFS_MIRROR_DEVENV") or cache_dir() / "devenv").expanduser()
+
+
+def load_environment(state_dir: Path | None = None) -> Environment:
+    state_dir = state_dir or default_state_dir()
+    path = state_dir / STATE_FILE
+    if not path.exists():
+        raise DevenvError(f"no dev environment at {state_dir} (run `lakefs-mirror devenv up`)")
+    raw = json.loads(path.read_text())
+    return Environment(
+        state_dir=raw["state_dir"],
+        regions={k: LakeFSRegion(**v) for k, v in raw["regions"].items()},
+        minio={k: MinioInstance(**v) for k, v in raw["minio"].items()},
+        postgres=raw.get("postgres"),
+    )
+
+
+def environment_up(
+    state_dir: Path | None = None,
+    regions: tuple[RegionSpec, ...] = DEFAULT_REGIONS,
+    *,
+    with_postgres: bool = False,
+    fresh: bool = True,
+) -> Environment:
+    """Start MinIO servers, lakeFS regions (and optionally PostgreSQL); write the state file.
+
+    If anything fails half-way, what was already started is stopped again before the error propagates.
+    """
+    state_dir = (state_dir or default_state_dir()).resolve()
+    if (state_dir / STATE_FILE).exists():
+        existing = load_environment(state_dir)
+        if any(pid_alive(p) for p in existing.pids()):
+            raise DevenvError(f"a dev environment is already running at {state_dir}; run `devenv down` first")
+    if len({r.name for r in regions}) != len(regions):
+        raise DevenvError("region names must be unique")
+    if fresh and state_dir.exists():
+        shutil.rmtree(state_dir)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    env = Environment(state_dir=str(state_dir))
+    try:
+        for spec in regions:
+            minio = None
+            if spec.minio is not None:
+                minio = env.minio.get(spec.minio)
+                if minio is None:
+                    minio = start_minio(spec.minio, state_dir / "minio" / spec.minio)
+                    env.minio[spec.minio] = minio
+                    env.save()
+            env.regions[spec.name] = start_lakefs(spec.name, state_dir / "regions" / spec.name, minio=minio)
+            env.save()
+        if with_postgres:
+            from .postgres import PostgresServer
+
+            server = PostgresServer.start(state_dir / "postgres")
+            env.postgres = {"url": server.url, "pid": server.pid}
+            env.save()
+    except BaseException:
+        _stop_all(env)
+        raise
+    env.save()
+    return env
+
+
+def environment_status(state_dir: Path | None = None) -> dict[str, Any]:
+    """Health of every recorded server: pid alive and, for lakeFS, ``/_health`` answering."""
+    env = load_environment(state_dir)
+    report: dict[str, Any] = {"state_dir": env.state_dir, "regions": {}, "minio": {}}
+    for name, region in env.regions.items():
+        report["regions"][name] = {
+            "endpoint": region.endpoint,
+            "storage": region.namespace_root,
+            "pid": region.pid,
+            "alive": pid_alive(region.pid),
+            "healthy": _healthy(f"{region.endpoint}/_health"),
+        }
+    for name, minio in env.minio.items():
+        report["minio"][name] = {
+            "endpoint": minio.endpoint,
+            "pid": minio.pid,
+            "alive": pid_alive(minio.pid),
+            "healthy": _healthy(f"{minio.endpoint}/minio/health/live"),
+        }
+    if env.postgres:
+        report["postgres"] = {"pid": env.postgres["pid"], "alive": pid_alive(int(env.postgres["pid"]))}
+    return report
+
+
+def environment_down(state_dir: Path | None = None) -> list[int]:
+    """Stop every process the state file records; returns the pids that were stopped."""
+    env = load_environment(state_dir)
+    return _stop_all(env)
+
+
+def _stop_all(env: Environment) -> list[int]:
+    stopped = []
+    # lakeFS first (it writes to MinIO), then MinIO and PostgreSQL.
+    for pid in env.pids():
+        if pid_alive(pid):
+            stop_pid(pid)
+            stopped.append(pid)
+    deadline = time.monotonic() + 10
+    while any(pid_alive(p) for p in stopped) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return stopped
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=3) as resp:
+            return 200 <= resp.status < 300
+    except OSError:
+        return False

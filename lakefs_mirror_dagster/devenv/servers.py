@@ -1,0 +1,217 @@
+"""One lakeFS server and one MinIO server, each started on loopback and described as plain data.
+
+The descriptions (``LakeFSRegion``, ``MinioInstance``) are what ``devenv up`` writes to its state file and
+what the tests, the demo and users read back: endpoints, credentials, and the storage settings the
+replication config needs to write into that region's storage.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .build import ensure_lakefs_binary, ensure_minio_binary
+from .processes import free_port, start_process, wait_http_ok
+
+__all__ = ["LakeFSRegion", "MinioInstance", "start_lakefs", "start_minio"]
+
+_LAKEFS_START_TIMEOUT_S = 120.0
+_MINIO_START_TIMEOUT_S = 60.0
+# Where lakeFS would phone home; pointed at a closed loopback port so nothing leaves the machine.
+_NOWHERE = "http://127.0.0.1:9/"
+
+
+@dataclass
+class MinioInstance:
+    """A running MinIO server: S3 endpoint and its root credentials."""
+
+    name: str
+    endpoint: str
+    access_key: str
+    secret_key: str
+    data_dir: str
+    pid: int
+    log_path: str
+    startup_seconds: float = 0.0
+
+    def s3_client(self) -> Any:
+        """A boto3 S3 client for this server (path-style, as MinIO wants)."""
+        import boto3
+        from botocore.config import Config
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=self.access_key,
+            aws_secret_access_key=self.secret_key,
+            region_name="us-east-1",
+            config=Config(s3={"addressing_style": "path"}, retries={"mode": "standard", "max_attempts": 5}),
+        )
+
+    def make_bucket(self, name: str) -> str:
+        """Create ``name`` unless it exists; returns it."""
+        client = self.s3_client()
+        existing = {b["Name"] for b in client.list_buckets().get("Buckets", [])}
+        if name not in existing:
+            client.create_bucket(Bucket=name)
+        return name
+
+
+@dataclass
+class LakeFSRegion:
+    """A running lakeFS installation playing one region.
+
+    ``blockstore`` has the shape of lakeFS's (and the replication config's) ``blockstore`` section, so the
+    mirroring engine can write into exactly the storage this lakeFS reads. ``namespace_root`` is where
+    repositories of this region put their storage namespaces (``s3://bucket`` or ``local://``).
+    """
+
+    name: str
+    endpoint: str
+    access_key_id: str
+    secret_access_key: str
+    blockstore: dict[str, Any]
+    namespace_root: str
+    base_dir: str
+    pid: int
+    log_path: str
+    auth_secret_key: str
+    minio: str | None = None
+    startup_seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.endpoint}/api/v1"
+
+    def namespace_for(self, repository: str) -> str:
+        """A fresh storage namespace for ``repository`` in this region's storage."""
+        root = self.namespace_root
+        return f"{root}{repository}" if root.endswith("://") else f"{root.rstrip('/')}/{repository}"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def start_minio(name: str, base_dir: Path, *, access_key: str | None = None) -> MinioInstance:
+    """Start a MinIO server with its own data directory and credentials on a free loopback port."""
+    binary = ensure_minio_binary()
+    data_dir = base_dir / "data"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    port, console_port = free_port(), free_port()
+    access_key = access_key or f"{name.replace('-', '')}admin"
+    secret_key = secrets.token_hex(16)
+    log_path = base_dir / "minio.log"
+    proc = start_process(
+        [
+            str(binary),
+            "server",
+            str(data_dir),
+            "--address",
+            f"127.0.0.1:{port}",
+            "--console-address",
+            f"127.0.0.1:{console_port}",
+            "--quiet",
+        ],
+        log_path=log_path,
+        env={
+            "MINIO_ROOT_USER": access_key,
+            "MINIO_ROOT_PASSWORD": secret_key,
+            "MINIO_BROWSER": "off",
+            "MINIO_UPDATE": "off",
+            "MINIO_CALLHOME_ENABLE": "off",
+        },
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    waited = wait_http_ok(
+        f"{endpoint}/minio/health/live", timeout_s=_MINIO_START_TIMEOUT_S, process=proc, log_path=log_path
+    )
+    return MinioInstance(
+        name=name,
+        endpoint=endpoint,
+        access_key=access_key,
+        secret_key=secret_key,
+        data_dir=str(data_dir),
+        pid=proc.pid,
+        log_path=str(log_path),
+        startup_seconds=waited,
+    )
+
+
+def start_lakefs(name: str, base_dir: Path, *, minio: MinioInstance | None = None) -> LakeFSRegion:
+    """Start one lakeFS with local KV, its own cache dir, and either a local or a MinIO blockstore.
+
+    Admin credentials are created headlessly through lakeFS's installation settings (local KV only).
+    """
+    binary = ensure_lakefs_binary()
+    base_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    access_key_id = "AKIA" + secrets.token_hex(8).upper()
+    secret_access_key = secrets.token_urlsafe(30)
+    auth_secret = secrets.token_hex(16)
+    if minio is None:
+        block_root = base_dir / "block"
+        block_root.mkdir(exist_ok=True)
+        blockstore: dict[str, Any] = {"type": "local", "local": {"path": str(block_root)}}
+        namespace_root = "local://"
+    else:
+        bucket = minio.make_bucket(name)
+        blockstore = {
+            "type": "s3",
+            "s3": {
+                "endpoint": minio.endpoint,
+                "force_path_style": True,
+                "region": "us-east-1",
+                "discover_bucket_region": False,
+                "credentials": {"access_key_id": minio.access_key, "secret_access_key": minio.secret_key},
+            },
+        }
+        namespace_root = f"s3://{bucket}"
+    config = {
+        "listen_address": f"127.0.0.1:{port}",
+        "logging": {"level": "INFO", "format": "text", "output": str(base_dir / "lakefs.log")},
+        "database": {"type": "local", "local": {"path": str(base_dir / "metadata")}},
+        "committed": {"local_cache": {"dir": str(base_dir / "cache")}},
+        "blockstore": blockstore,
+        "auth": {"encrypt": {"secret_key": auth_secret}},
+        "installation": {
+            "user_name": "admin",
+            "access_key_id": access_key_id,
+            "secret_access_key": secret_access_key,
+        },
+        "stats": {"enabled": False, "address": _NOWHERE},
+        "email_subscription": {"enabled": False},
+        "security": {"check_latest_version": False, "audit_check_url": _NOWHERE + "audit"},
+    }
+    config_path = base_dir / "lakefs.yaml"
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    config_path.chmod(0o600)
+    log_path = base_dir / "lakefs.log"
+    started = time.monotonic()
+    proc = start_process(
+        [str(binary), "run", "-c", str(config_path)], log_path=base_dir / "lakefs.stdout.log"
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    wait_http_ok(f"{endpoint}/_health", timeout_s=_LAKEFS_START_TIMEOUT_S, process=proc, log_path=log_path)
+    region = LakeFSRegion(
+        name=name,
+        endpoint=endpoint,
+        access_key_id=access_key_id,
+        secret_access_key=secret_access_key,
+        blockstore=blockstore,
+        namespace_root=namespace_root,
+        base_dir=str(base_dir),
+        pid=proc.pid,
+        log_path=str(log_path),
+        auth_secret_key=auth_secret,
+        minio=minio.name if minio else None,
+        startup_seconds=time.monotonic() - started,
+    )
+    (base_dir / "region.json").write_text(json.dumps(region.to_json(), indent=2))
+    return region

@@ -1,0 +1,15 @@
+"""Pinned versions of the servers the dev environment builds.
+
+lakeFS is pinned to the release whose behaviour ``shared/design/lakefs-internals.md`` describes; the
+``lakefs-sdk`` pin in ``pyproject.toml`` follows it. MinIO publishes no semver tags to the Go module proxy,
+so it is pinned by pseudo-version.
+"""
+
+LAKEFS_VERSION = "1.84.0"
+LAKEFS_MODULE = "github.com/treeverse/lakefs"
+MINIO_MODULE = "github.com/minio/minio"
+MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
+# lakeFS's go.mod requires at least this Go; older toolchains would try to download a newer one.
+MIN_GO_VERSION = (1, 26, 4)
+
+__all__ = ["LAKEFS_MODULE", "LAKEFS_VERSION", "MINIO_MODULE", "MINIO_VERSION", "MIN_GO_VERSION"]

@@ -1,0 +1,44 @@
+"""``devenv up|status|down`` on a throw-away environment: healthy while up, nothing left after down."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lakefs_mirror_dagster.cli import main
+from lakefs_mirror_dagster.devenv import DevenvError, parse_region_spec
+from lakefs_mirror_dagster.devenv.processes import pid_alive
+
+
+def test_up_status_down_leaves_no_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = tmp_path / "env"
+    assert (
+        main(
+            ["devenv", "up", "--state-dir", str(state), "--region", "one", "--region", "two=s3:m1", "--json"]
+        )
+        == 0
+    )
+    described = json.loads(capsys.readouterr().out)
+    assert set(described["regions"]) == {"one", "two"}
+    assert described["regions"]["two"]["namespace_root"] == "s3://two"
+    on_disk = json.loads((state / "environment.json").read_text())
+    assert on_disk["regions"]["one"]["endpoint"] == described["regions"]["one"]["endpoint"]
+    pids = [r["pid"] for r in described["regions"].values()] + [m["pid"] for m in described["minio"].values()]
+    try:
+        assert main(["devenv", "status", "--state-dir", str(state)]) == 0
+        status = json.loads(capsys.readouterr().out)
+        assert all(r["healthy"] for r in status["regions"].values())
+        # A second `up` on a running environment refuses instead of starting duplicates.
+        assert main(["devenv", "up", "--state-dir", str(state)]) == 2
+        assert "already running" in capsys.readouterr().err
+    finally:
+        assert main(["devenv", "down", "--state-dir", str(state)]) == 0
+    assert not any(pid_alive(p) for p in pids)
+    assert main(["devenv", "status", "--state-dir", str(state)]) == 1
+
+
+def test_bad_region_spec_is_a_clear_error() -> None:
+    with pytest.raises(DevenvError, match="bad region spec"):
+        parse_region_spec("x=ftp")
