@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,91 @@ def _devenv_down(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_service(args: argparse.Namespace) -> Any:
+    from .config import load_config
+    from .replication import ReplicationService
+
+    return ReplicationService(load_config(args.config))
+
+
+def _sync(args: argparse.Namespace) -> int:
+    from .config import load_config
+
+    config = load_config(args.config)
+    from .replication import ReplicationService
+
+    service = ReplicationService(config)
+    interval = config.commit_sensor.process_branches_duration.total_seconds()
+    ok = True
+    try:
+        for n in range(args.max_passes if args.max_passes else 1 if args.once else 10**12):
+            if n:
+                time.sleep(interval)
+            results = service.sync(name=args.mirror, branches=args.branch or None)
+            if args.mirror and not results:
+                print(
+                    f"lakefs-mirror: no mirror named {args.mirror!r} in region {config.region}",
+                    file=sys.stderr,
+                )
+                return 2
+            for result in results:
+                print(json.dumps(result.to_json()) if args.json else format_sync_result(result), flush=True)
+            ok = all(r.ok for r in results)
+    finally:
+        service.close()
+    return 0 if ok else 1
+
+
+def format_sync_result(result: Any) -> str:
+    """One line per ref: action, commits, objects, bytes, lag (what an operator scans for)."""
+    lines = [f"mirror {result.mirror} <- {result.source_repository} ({result.duration_seconds:.1f}s)"]
+    for ref in result.refs:
+        s = ref.stats
+        lag = f"{ref.lag_seconds:.1f}s" if ref.lag_seconds is not None else "-"
+        head = (ref.mirror_commit or "-")[:12]
+        lines.append(
+            f"  {ref.kind:6} {ref.name:24} {ref.action:9} head {head:12} commits {s.commits:4} "
+            f"objects {s.objects_copied:6} (+{s.objects_skipped} present) bytes {s.bytes_copied:10} lag {lag}"
+        )
+        if ref.error:
+            lines.append(f"    ! {ref.error}")
+    return "\n".join(lines)
+
+
+def _mirrors_create(args: argparse.Namespace) -> int:
+    service = _load_service(args)
+    try:
+        mirror = service.create_mirror(
+            source_repository=args.repository,
+            name=args.name,
+            region=args.region,
+            storage_namespace=args.storage_namespace,
+            storage_id=args.storage_id or "",
+        )
+    finally:
+        service.close()
+    print(json.dumps(mirror.as_dict(), indent=2))
+    return 0
+
+
+def _mirrors_list(args: argparse.Namespace) -> int:
+    service = _load_service(args)
+    try:
+        kwargs = {"source_repository": args.repository} if args.repository else {}
+        mirrors = [m.as_dict() for m in service.mirrors.iter_mirrors(**kwargs)]
+    finally:
+        service.close()
+    print(json.dumps(mirrors, indent=2))
+    return 0
+
+
+def _sst_cat(args: argparse.Namespace) -> int:
+    from .graveler.render import format_sst
+
+    print(format_sst(Path(args.file).read_bytes(), as_json=args.json))
+    return 0
+
+
 def _describe(env: dict[str, Any]) -> str:
     lines = [f"dev environment in {env['state_dir']}"]
     for name, r in env["regions"].items():
@@ -56,7 +142,41 @@ def _describe(env: dict[str, Any]) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lakefs-mirror", description=__doc__)
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="replication config YAML (default: $REPLICATION_CONFIG, or env only)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
+
+    sync = sub.add_parser("sync", help="replicate this region's mirrors (no Dagster needed)")
+    sync.add_argument("--mirror", help="only the mirror with this name")
+    sync.add_argument("--branch", action="append", default=[], help="only these branches (repeatable)")
+    sync.add_argument("--once", action="store_true", help="one pass, then exit (default: poll forever)")
+    sync.add_argument("--max-passes", type=int, default=0, help="stop after this many passes")
+    sync.add_argument("--json", action="store_true", help="one JSON document per mirror and pass")
+    sync.set_defaults(func=_sync)
+
+    mirrors = sub.add_parser("mirrors", help="create and list mirror definitions")
+    mirrors_sub = mirrors.add_subparsers(dest="mirrors_command", required=True)
+    create = mirrors_sub.add_parser("create", help="define a mirror of a repository of this region")
+    create.add_argument("--repository", required=True, help="source repository (in this region)")
+    create.add_argument("--name", required=True, help="name of the read-only mirror repository")
+    create.add_argument("--region", required=True, help="region the mirror lives in")
+    create.add_argument("--storage-namespace", required=True, help="mirror's storage namespace in that region")
+    create.add_argument("--storage-id", default="", help="store id in that region (multi-store)")
+    create.set_defaults(func=_mirrors_create)
+    lst = mirrors_sub.add_parser("list", help="mirror definitions (all regions)")
+    lst.add_argument("--repository", help="only mirrors of this source repository")
+    lst.set_defaults(func=_mirrors_list)
+
+    sst = sub.add_parser("sst", help="lakeFS range and metarange files")
+    sst_sub = sst.add_subparsers(dest="sst_command", required=True)
+    cat = sst_sub.add_parser("cat", help="print a file's properties, records and recomputed ID")
+    cat.add_argument("file", type=Path)
+    cat.add_argument("--json", action="store_true")
+    cat.set_defaults(func=_sst_cat)
 
     devenv = sub.add_parser("devenv", help="local lakeFS regions, MinIO and PostgreSQL for dev and tests")
     devenv_sub = devenv.add_subparsers(dest="devenv_command", required=True)
@@ -86,13 +206,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .config import ConfigError
     from .devenv import DevenvError
+    from .graveler.sstable import SSTableError
+    from .lakefs import LakeFSError
+    from .mirrors import MirrorsDatabaseError
+    from .replication import ReplicationError
+    from .storage import StorageError
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except DevenvError as exc:
+    except ConfigError as exc:
+        print(f"lakefs-mirror: config: {exc}", file=sys.stderr)
+        return 2
+    except (
+        DevenvError,
+        LakeFSError,
+        MirrorsDatabaseError,
+        ReplicationError,
+        StorageError,
+        SSTableError,
+        OSError,
+    ) as exc:
         print(f"lakefs-mirror: {exc}", file=sys.stderr)
         return 2
 

@@ -73,9 +73,7 @@ class Environment:
         try:
             return self.regions[name]
         except KeyError:
-            raise DevenvError(
-                f"no region {name!r} in this environment (have {sorted(self.regions)})"
-            ) from None
+            raise DevenvError(f"no region {name!r} in this environment (have {sorted(self.regions)})") from None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -162,6 +160,9 @@ def environment_up(
         _stop_all(env)
         raise
     env.save()
+    from .replication_config import write_replication_configs
+
+    write_replication_configs(env)
     return env
 
 

@@ -1,0 +1,59 @@
+"""Replication configs for the regions of a dev environment, as a user would write them.
+
+Every region gets ``replication-<region>.yaml`` in the state dir: its own lakeFS as ``regional_endpoint``,
+the others in ``dst_endpoints``, its blockstore exactly as its lakeFS has it, the admin credentials of each
+region, and one mirrors database shared by all regions (a SQLite file by default, PostgreSQL if running).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .environment import Environment
+
+__all__ = ["replication_config_dict", "write_replication_configs"]
+
+
+def replication_config_dict(env: Environment, region: str, *, mirrors_url: str | None = None) -> dict[str, Any]:
+    """The config of ``region`` as plain data (contains credentials: keep the file private)."""
+    me = env.region(region)
+    others = {name: r for name, r in env.regions.items() if name != region}
+    if mirrors_url is None and env.postgres:
+        mirrors_url = str(env.postgres["url"])
+    database: dict[str, Any] = (
+        {"type": "postgres", "postgres": {"connection_string": mirrors_url}}
+        if mirrors_url and mirrors_url.startswith("postgresql")
+        else {"type": "sqlite", "sqlite": {"path": str(Path(env.state_dir) / "mirrors.db")}}
+    )
+    return {
+        "region": region,
+        "organization_id": "devenv",
+        "regional_endpoint": me.endpoint,
+        "dst_endpoints": {name: r.endpoint for name, r in others.items()},
+        "mirrors_database": database,
+        "blockstore": me.blockstore,
+        "auth": {"encrypt": {"secret_key": me.auth_secret_key}},
+        "listen_address": "127.0.0.1:8008",
+        "lakefs": {"access_key_id": me.access_key_id, "secret_access_key": me.secret_access_key},
+        "region_credentials": {
+            name: {"access_key_id": r.access_key_id, "secret_access_key": r.secret_access_key}
+            for name, r in others.items()
+        },
+        "commit_sensor": {"process_branches_duration": "5s"},
+        "mirrors_manager": {"process_mirrors_interval_duration": "5s"},
+        "spark": {"master": "local[2]"},
+    }
+
+
+def write_replication_configs(env: Environment, *, mirrors_url: str | None = None) -> dict[str, Path]:
+    """Write one config file per region into the state dir; returns region -> path."""
+    paths = {}
+    for region in env.regions:
+        path = Path(env.state_dir) / f"replication-{region}.yaml"
+        path.write_text(yaml.safe_dump(replication_config_dict(env, region, mirrors_url=mirrors_url), sort_keys=False))
+        path.chmod(0o600)
+        paths[region] = path
+    return paths

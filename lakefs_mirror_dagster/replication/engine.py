@@ -1,0 +1,374 @@
+"""The mirroring engine for one mirror: plan, transfer, validate, promote. No Dagster in here.
+
+Order of writes at the destination, each step idempotent so a crash anywhere is repaired by running again:
+objects -> range file -> metarange file -> validation -> commit records (parents first) -> ref move.
+A ref only ever moves to a commit whose metarange, ranges and objects were validated at the destination,
+and a commit record is only created when its fields hash to its ID.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..graveler.ident import commit_id as compute_commit_id
+from ..graveler.range_id import verify_range_file
+from ..graveler.ranges import iter_entry_locations, iter_range_refs
+from ..lakefs import Commit, LakeFSClient, LakeFSNotFound
+from ..storage import Blockstore, CopyTask, TransferPool
+from ..storage.uri import join_namespace
+from .failpoints import failpoint
+from .planner import CommitPlanner
+from .results import MirrorSyncResult, RefResult, TransferStats
+from .source import RepositorySource
+from .validation import MAX_REPORTED, RangeValidation, metadata_uri, read_metarange, validate_range
+
+__all__ = [
+    "EngineSettings",
+    "MirrorEngine",
+    "RangeValidator",
+    "ReplicationError",
+    "ValidatedCache",
+    "in_process_validator",
+]
+
+log = logging.getLogger(__name__)
+
+
+class ReplicationError(RuntimeError):
+    """A mirror cannot be synced as configured (the message says what to fix)."""
+
+
+class ValidatedCache(Protocol):
+    """Range and metarange IDs already validated at a destination (``MirrorStore`` implements it)."""
+
+    def validated_ranges(self, namespace: str, range_ids: Iterable[str]) -> set[str]: ...
+
+    def mark_ranges_validated(self, namespace: str, range_ids: Iterable[str]) -> int: ...
+
+
+#: Validates a batch of range IDs at the destination: in-process threads, or Spark tasks.
+RangeValidator = Callable[[Sequence[str]], list[RangeValidation]]
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    concurrency: int = 16
+    strict_full_addresses: bool = False
+    list_page_size: int = 1000
+    validator_workers: int = 3
+    mirror_tags: bool = True
+
+
+def in_process_validator(store: Blockstore, namespace: str, *, workers: int, strict: bool) -> RangeValidator:
+    """The default validator: ``validate_range`` on a small thread pool."""
+
+    def validate(range_ids: Sequence[str]) -> list[RangeValidation]:
+        with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="validate") as pool:
+            return list(
+                pool.map(lambda rid: validate_range(store, namespace, rid, strict_full_addresses=strict), range_ids)
+            )
+
+    return validate
+
+
+@dataclass
+class PreparedRef:
+    """A ref whose commits are transferred and validated, ready to promote (or blocked, with why)."""
+
+    kind: str
+    name: str
+    target: str
+    commits: list[Commit]
+    stats: TransferStats
+    error: str | None = None
+
+
+class MirrorEngine:
+    """Replicates one source repository into one read-only mirror repository."""
+
+    def __init__(
+        self,
+        *,
+        source: RepositorySource,
+        destination: LakeFSClient,
+        mirror_repo: str,
+        destination_store: Blockstore,
+        destination_namespace: str,
+        validated: ValidatedCache,
+        validation_key: str | None = None,
+        settings: EngineSettings | None = None,
+        validator: RangeValidator | None = None,
+    ) -> None:
+        self.source = source
+        self.destination = destination
+        self.mirror_repo = mirror_repo
+        self.dst_store = destination_store
+        self.dst_ns = destination_namespace
+        self.validated = validated
+        self.validation_key = validation_key or destination_namespace
+        self.settings = settings or EngineSettings()
+        self.validator = validator or in_process_validator(
+            destination_store,
+            destination_namespace,
+            workers=self.settings.validator_workers,
+            strict=self.settings.strict_full_addresses,
+        )
+        self.planner = CommitPlanner(source.client, source.repository, destination, mirror_repo)
+        self._pool = TransferPool(
+            concurrency=self.settings.concurrency, on_result=lambda _result: failpoint("after_object_copy")
+        )
+
+    # ------------------------------------------------------------------ destination repository
+    def ensure_mirror_repository(self) -> None:
+        """Create the read-only, bare mirror repository if missing; refuse one that is not a mirror of ours."""
+        source_repo = self.source.client.get_repository(self.source.repository)
+        try:
+            existing = self.destination.get_repository(self.mirror_repo)
+        except LakeFSNotFound:
+            self.destination.create_repository(
+                self.mirror_repo,
+                self.dst_ns,
+                default_branch=source_repo.default_branch,
+                read_only=True,
+                bare=True,
+            )
+            return
+        if not existing.read_only or existing.storage_namespace.rstrip("/") != self.dst_ns.rstrip("/"):
+            raise ReplicationError(
+                f"repository {self.mirror_repo} already exists at {self.destination.endpoint} "
+                f"(namespace {existing.storage_namespace}, read_only={existing.read_only}) and is not this mirror"
+            )
+
+    # ------------------------------------------------------------------ whole mirror
+    def sync(self, *, branches: Iterable[str] | None = None) -> MirrorSyncResult:
+        """One pass over every branch (or the named ones) and, unless disabled, every tag."""
+        started = time.monotonic()
+        result = MirrorSyncResult(mirror=self.mirror_repo, source_repository=self.source.repository)
+        self.ensure_mirror_repository()
+        page = self.settings.list_page_size
+        src_branches = {
+            r.id: r.commit_id for r in self.source.client.list_branches(self.source.repository, page_size=page)
+        }
+        dst_branches = {r.id: r.commit_id for r in self.destination.list_branches(self.mirror_repo, page_size=page)}
+        wanted = set(branches) if branches is not None else None
+        for name in sorted(set(src_branches) | set(dst_branches)):
+            if wanted is not None and name not in wanted:
+                continue
+            result.refs.append(self.sync_ref("branch", name, src_branches.get(name), dst_branches.get(name)))
+        if self.settings.mirror_tags and branches is None:
+            src_tags = {r.id: r.commit_id for r in self.source.client.list_tags(self.source.repository, page_size=page)}
+            dst_tags = {r.id: r.commit_id for r in self.destination.list_tags(self.mirror_repo, page_size=page)}
+            for name in sorted(set(src_tags) | set(dst_tags)):
+                result.refs.append(self.sync_ref("tag", name, src_tags.get(name), dst_tags.get(name)))
+        result.duration_seconds = time.monotonic() - started
+        return result
+
+    def sync_branch(self, branch: str) -> RefResult:
+        """Bring one mirror branch to its source head (or delete it when the source branch is gone)."""
+        self.ensure_mirror_repository()
+        source_head = _head_or_none(self.source.client, self.source.repository, branch)
+        mirror_head = _head_or_none(self.destination, self.mirror_repo, branch)
+        return self.sync_ref("branch", branch, source_head, mirror_head)
+
+    # ------------------------------------------------------------------ one ref
+    def sync_ref(self, kind: str, name: str, source_commit: str | None, mirror_commit: str | None) -> RefResult:
+        started = time.monotonic()
+        result = RefResult(kind, name, source_commit, mirror_commit, mirror_commit, action="unchanged")
+        try:
+            if source_commit is None:
+                if mirror_commit is not None:
+                    self._delete_ref(kind, name)
+                    result.mirror_commit, result.action = None, "deleted"
+            elif source_commit != mirror_commit:
+                prepared = self.prepare(kind, name, source_commit)
+                result.stats = prepared.stats
+                if prepared.error is not None:
+                    result.action, result.error = "blocked", prepared.error
+                else:
+                    self.promote(prepared, mirror_commit)
+                    result.mirror_commit = source_commit
+                    result.action = "created" if mirror_commit is None else "advanced"
+                    if mirror_commit is not None and not self._is_ancestor_in(prepared, mirror_commit):
+                        result.action = "reset"
+            if source_commit is not None and result.mirror_commit == source_commit:
+                commit = self.planner.source_commit(source_commit)
+                result.source_commit_time = commit.creation_date
+                if result.action != "unchanged":
+                    result.lag_seconds = max(0.0, time.time() - commit.creation_date)
+        except Exception as exc:
+            log.exception("syncing %s %s of %s failed", kind, name, self.mirror_repo)
+            result.action, result.error = "blocked", f"{type(exc).__name__}: {exc}"
+        result.duration_seconds = time.monotonic() - started
+        return result
+
+    def prepare(self, kind: str, name: str, target: str) -> PreparedRef:
+        """Transfer and validate everything ``target`` needs at the destination; promotes nothing."""
+        commits = self.planner.missing_commits(target)
+        stats = TransferStats(commits=len(commits))
+        prepared = PreparedRef(kind, name, target, commits, stats)
+        for commit in commits:
+            _verify_commit_id(commit)
+        metaranges = list(dict.fromkeys(c.metarange_id for c in commits if c.metarange_id))
+        stats.metaranges = len(metaranges)
+        done = self.validated.validated_ranges(self.validation_key, metaranges) if metaranges else set()
+        errors: list[str] = []
+        for metarange_id, commit in self._metarange_commits(commits, metaranges, done):
+            errors.extend(self._transfer_and_validate_metarange(metarange_id, commit, stats))
+        if errors:
+            prepared.error = "validation failed, not promoted: " + "; ".join(errors[:MAX_REPORTED])
+        return prepared
+
+    def promote(self, prepared: PreparedRef, mirror_commit: str | None) -> None:
+        """Create the commit records parents first, then point the ref at the target."""
+        if prepared.error is not None:
+            raise ReplicationError(f"refusing to promote {prepared.kind} {prepared.name}: {prepared.error}")
+        for commit in prepared.commits:
+            self.destination.create_commit_record(self.mirror_repo, commit, force=True)
+            failpoint("after_commit_record")
+        self.planner.mark_present(c.id for c in prepared.commits)
+        failpoint("before_ref_move")
+        if prepared.kind == "branch":
+            if mirror_commit is None:
+                self.destination.create_branch(self.mirror_repo, prepared.name, prepared.target, force=True)
+            else:
+                self.destination.hard_reset_branch(self.mirror_repo, prepared.name, prepared.target, force=True)
+        else:
+            if mirror_commit is not None:
+                self.destination.delete_tag(self.mirror_repo, prepared.name, force=True)
+            self.destination.create_tag(self.mirror_repo, prepared.name, prepared.target, force=True)
+
+    # ------------------------------------------------------------------ internals
+    def _metarange_commits(
+        self, commits: list[Commit], metaranges: list[str], done: set[str]
+    ) -> Iterator[tuple[str, Commit]]:
+        first_commit: dict[str, Commit] = {}
+        for c in commits:
+            first_commit.setdefault(c.metarange_id, c)
+        for mr in metaranges:
+            if mr not in done:
+                yield mr, first_commit[mr]
+
+    def _transfer_and_validate_metarange(self, metarange_id: str, commit: Commit, stats: TransferStats) -> list[str]:
+        """Copy a metarange's new ranges (objects first) and the metarange, then validate it all."""
+        data = self.source.read_metadata("meta_range", metarange_id)
+        range_ids = [ref.range_id for ref in iter_range_refs(verify_range_file(data, metarange_id))]
+        known = self.validated.validated_ranges(self.validation_key, range_ids) if range_ids else set()
+        new_ranges = [r for r in range_ids if r not in known]
+        stats.ranges_skipped += len(range_ids) - len(new_ranges)
+        failed_before = stats.failed_object_count
+        for range_id in new_ranges:
+            self._transfer_range(range_id, commit, stats)
+        if stats.failed_object_count > failed_before:
+            examples = ", ".join(stats.failed_objects[:5])
+            return [f"{stats.failed_object_count - failed_before} object(s) could not be copied, e.g. {examples}"]
+        self.dst_store.write_bytes(metadata_uri(self.dst_ns, metarange_id), data)
+        failpoint("after_metarange_file")
+
+        errors: list[str] = []
+        if read_metarange(self.dst_store, self.dst_ns, metarange_id) != range_ids:
+            errors.append(f"metarange {metarange_id} at the destination does not match the source")
+        validations = self.validator(new_ranges) if new_ranges else []
+        stats.ranges_validated += len(validations)
+        good = [v.range_id for v in validations if v.ok]
+        if good:
+            self.validated.mark_ranges_validated(self.validation_key, good)
+        for v in validations:
+            if not v.ok:
+                errors.append(_describe_failure(v))
+        if not errors:
+            failpoint("before_mark_validated")
+            self.validated.mark_ranges_validated(self.validation_key, [metarange_id])
+        return errors
+
+    def _transfer_range(self, range_id: str, commit: Commit, stats: TransferStats) -> None:
+        """Objects of one range, then the range file itself (only after its objects were copied)."""
+        data = self.source.read_metadata("range", range_id)
+        stats.ranges_read_from_source += 1
+        sst = verify_range_file(data, range_id)
+
+        def tasks() -> Iterator[CopyTask]:
+            for key, address, is_full, size in iter_entry_locations(sst):
+                if is_full:
+                    stats.full_address_objects += 1
+                    if len(stats.full_address_examples) < MAX_REPORTED:
+                        stats.full_address_examples.append(address)
+                    continue
+                src_store, src_uri = self.source.object_location(commit.id, key.decode(), address)
+                yield CopyTask(src_store, src_uri, self.dst_store, join_namespace(self.dst_ns, address), size)
+
+        summary = self._pool.run(tasks())
+        stats.objects_copied += summary.copied
+        stats.objects_skipped += summary.skipped
+        stats.bytes_copied += summary.bytes_copied
+        if summary.failed:
+            stats.failed_object_count += len(summary.failed)
+            stats.failed_objects.extend(
+                f"{f.src_uri}: {f.reason}" for f in summary.failed[: MAX_REPORTED - len(stats.failed_objects)]
+            )
+            return  # no range file without all of its objects
+        failpoint("before_range_file")
+        self.dst_store.write_bytes(metadata_uri(self.dst_ns, range_id), data)
+        stats.ranges_transferred += 1
+        failpoint("after_range_file")
+
+    def _delete_ref(self, kind: str, name: str) -> None:
+        if kind == "branch":
+            self.destination.delete_branch(self.mirror_repo, name, force=True)
+        else:
+            self.destination.delete_tag(self.mirror_repo, name, force=True)
+
+    def _is_ancestor_in(self, prepared: PreparedRef, old: str) -> bool:
+        """Whether the move is a fast-forward: ``old`` is an ancestor of the new target."""
+        seen, stack = set(), [prepared.target]
+        for _ in range(100_000):
+            if not stack:
+                return False
+            cid = stack.pop()
+            if cid == old:
+                return True
+            if cid in seen:
+                continue
+            seen.add(cid)
+            stack.extend(self.planner.source_commit(cid).parents)
+        return False
+
+
+def _verify_commit_id(commit: Commit) -> None:
+    computed = compute_commit_id(
+        commit.committer,
+        commit.message,
+        commit.metarange_id,
+        commit.creation_date,
+        commit.metadata,
+        list(commit.parents),
+    )
+    if computed != commit.id:
+        raise ReplicationError(
+            f"source commit {commit.id} does not hash to its ID (fields give {computed}); refusing to replicate it"
+        )
+
+
+def _describe_failure(v: RangeValidation) -> str:
+    if v.error:
+        return v.error
+    parts = []
+    if v.missing_count:
+        parts.append(f"{v.missing_count} object(s) missing or wrong size, e.g. {', '.join(v.missing[:5])}")
+    if v.strict_full_addresses and v.full_address_count:
+        parts.append(
+            f"{v.full_address_count} object(s) with full (imported) addresses, refused by strict_full_addresses, "
+            f"e.g. {', '.join(v.full_addresses[:5])}"
+        )
+    return f"range {v.range_id}: " + "; ".join(parts)
+
+
+def _head_or_none(client: LakeFSClient, repo: str, branch: str) -> str | None:
+    try:
+        return client.get_branch_head(repo, branch)
+    except LakeFSNotFound:
+        return None

@@ -1,0 +1,86 @@
+"""Which source commits the destination lacks, parents first.
+
+A commit record is only ever created after all its parents exist at the destination (we create them in
+this order), so a commit that exists there has its whole ancestry there: the walk stops at it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..lakefs import Commit, LakeFSClient, LakeFSNotFound
+
+__all__ = ["CommitPlanner"]
+
+_MAX_COMMITS = 10_000_000
+
+
+class CommitPlanner:
+    """Walks the source history once per sync, remembering what it learned across refs."""
+
+    def __init__(self, source: LakeFSClient, source_repo: str, destination: LakeFSClient, mirror_repo: str) -> None:
+        self._source, self._source_repo = source, source_repo
+        self._destination, self._mirror_repo = destination, mirror_repo
+        self._present: set[str] = set()
+        self._commits: dict[str, Commit] = {}
+
+    def exists_at_destination(self, commit_id: str) -> bool:
+        if commit_id in self._present:
+            return True
+        try:
+            self._destination.get_commit(self._mirror_repo, commit_id)
+        except LakeFSNotFound:
+            return False
+        self._present.add(commit_id)
+        return True
+
+    def mark_present(self, commit_ids: Iterable[str]) -> None:
+        self._present.update(commit_ids)
+
+    def source_commit(self, commit_id: str) -> Commit:
+        commit = self._commits.get(commit_id)
+        if commit is None:
+            commit = self._source.get_commit(self._source_repo, commit_id)
+            self._commits[commit_id] = commit
+        return commit
+
+    def missing_commits(self, head: str) -> list[Commit]:
+        """Every commit reachable from ``head`` (merge parents too) missing at the destination, parents first."""
+        missing: dict[str, Commit] = {}
+        stack = [head]
+        for _ in range(_MAX_COMMITS):
+            if not stack:
+                break
+            cid = stack.pop()
+            if cid in missing or self.exists_at_destination(cid):
+                continue
+            commit = self.source_commit(cid)
+            missing[cid] = commit
+            stack.extend(p for p in commit.parents if p not in missing)
+        else:
+            raise RuntimeError(f"history of {head} exceeds {_MAX_COMMITS} missing commits")
+        return _parents_first(missing)
+
+
+def _parents_first(commits: dict[str, Commit]) -> list[Commit]:
+    """Topological order (Kahn), ties broken by generation then ID so the order is deterministic."""
+    children: dict[str, list[str]] = {cid: [] for cid in commits}
+    pending: dict[str, int] = {}
+    for cid, c in commits.items():
+        local_parents = [p for p in c.parents if p in commits]
+        pending[cid] = len(local_parents)
+        for p in local_parents:
+            children[p].append(cid)
+    ready = sorted((c for c in commits.values() if pending[c.id] == 0), key=lambda c: (c.generation, c.id))
+    ordered: list[Commit] = []
+    while ready:
+        c = ready.pop(0)
+        ordered.append(c)
+        for child in children[c.id]:
+            pending[child] -= 1
+            if pending[child] == 0:
+                ready.append(commits[child])
+        ready.sort(key=lambda c: (c.generation, c.id))
+    if len(ordered) != len(commits):
+        raise RuntimeError("commit graph has a cycle; refusing to replicate it")
+    return ordered

@@ -1,0 +1,81 @@
+"""What one sync did, per ref and per mirror: the figures the CLI prints and Dagster records."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["MirrorSyncResult", "RefResult", "TransferStats"]
+
+
+@dataclass
+class TransferStats:
+    """Counts of bytes and files moved (or found already present) at the destination."""
+
+    commits: int = 0
+    metaranges: int = 0
+    ranges_transferred: int = 0
+    ranges_skipped: int = 0
+    ranges_read_from_source: int = 0
+    ranges_validated: int = 0
+    objects_copied: int = 0
+    objects_skipped: int = 0
+    bytes_copied: int = 0
+    full_address_objects: int = 0
+    full_address_examples: list[str] = field(default_factory=list)
+    failed_objects: list[str] = field(default_factory=list)
+    failed_object_count: int = 0
+
+    def add(self, other: TransferStats) -> None:
+        for name, value in vars(other).items():
+            if isinstance(value, int):
+                setattr(self, name, getattr(self, name) + value)
+        self.full_address_examples.extend(other.full_address_examples[: 20 - len(self.full_address_examples)])
+        self.failed_objects.extend(other.failed_objects[: 20 - len(self.failed_objects)])
+
+
+@dataclass
+class RefResult:
+    """One branch or tag: where the source pointed, where the mirror points now, and why."""
+
+    kind: str  # "branch" | "tag"
+    name: str
+    source_commit: str | None
+    mirror_commit_before: str | None
+    mirror_commit: str | None
+    action: str  # created | advanced | reset | deleted | unchanged | blocked
+    stats: TransferStats = field(default_factory=TransferStats)
+    source_commit_time: int | None = None
+    lag_seconds: float | None = None
+    duration_seconds: float = 0.0
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class MirrorSyncResult:
+    """All refs of one mirror after one pass."""
+
+    mirror: str
+    source_repository: str
+    refs: list[RefResult] = field(default_factory=list)
+    duration_seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.refs)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mirror": self.mirror,
+            "source_repository": self.source_repository,
+            "ok": self.ok,
+            "duration_seconds": self.duration_seconds,
+            "refs": [r.to_json() for r in self.refs],
+        }

@@ -1,0 +1,228 @@
+"""One region's replication service: lakeFS clients, stores, the mirrors database, and engines per mirror.
+
+Everything the CLI, the REST API and the Dagster resources need is built here once from the config, so
+the three entry points cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from ..config import ReplicationConfig, Secret, StoreConfig
+from ..lakefs import LakeFSClient, LakeFSNotFound
+from ..mirrors import Mirror, MirrorState, MirrorStore, NamespaceInUse
+from ..storage import Blockstore, build_blockstore
+from .engine import EngineSettings, MirrorEngine, RangeValidator, ReplicationError
+from .results import MirrorSyncResult
+from .source import RepositorySource
+
+__all__ = ["ReplicationService", "store_settings"]
+
+log = logging.getLogger(__name__)
+
+
+def store_settings(store: StoreConfig, *, multipart_threshold: int, multipart_chunk_size: int) -> dict[str, Any]:
+    """Plain settings for ``build_blockstore``: secrets revealed (for the client only), transfer sizes added."""
+    plain = _plain(store)
+    if plain.get("type") == "s3":
+        plain["s3"]["multipart_threshold"] = multipart_threshold
+        plain["s3"]["multipart_chunk_size"] = multipart_chunk_size
+    return plain
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Secret):
+        return value.reveal()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+class ReplicationService:
+    """Builds and caches clients and stores; creates, lists and syncs the mirrors this region serves."""
+
+    def __init__(self, config: ReplicationConfig, *, mirrors: MirrorStore | None = None) -> None:
+        self.config = config
+        if mirrors is None:
+            mirrors = MirrorStore(config.mirrors_database.sqlalchemy_url.render_as_string(hide_password=False))
+            mirrors.create_tables()
+        self.mirrors = mirrors
+        self._clients: dict[str, LakeFSClient] = {}
+        self._stores: dict[tuple[str, str], Blockstore] = {}
+
+    def close(self) -> None:
+        for client in self._clients.values():
+            client.close()
+        self.mirrors.close()
+
+    # ------------------------------------------------------------------ building blocks
+    def client(self, region: str) -> LakeFSClient:
+        """The replication user's client for ``region``'s lakeFS."""
+        if region not in self._clients:
+            key, secret = self.config.credentials_for(region)
+            self._clients[region] = LakeFSClient(self.config.endpoint_for(region), key, secret)
+        return self._clients[region]
+
+    def _build_store(self, store: StoreConfig) -> Blockstore:
+        t = self.config.transfer
+        return build_blockstore(
+            store_settings(
+                store, multipart_threshold=t.multipart_threshold, multipart_chunk_size=t.multipart_chunk_size
+            )
+        )
+
+    def destination_store(self, storage_id: str = "") -> Blockstore:
+        """This region's store for ``storage_id`` (``""``: the backward-compatible one)."""
+        key = ("dst", storage_id)
+        if key not in self._stores:
+            self._stores[key] = self._build_store(self.config.store_by_id(storage_id))
+        return self._stores[key]
+
+    def source_store(self, region: str) -> Blockstore | None:
+        """Direct access to ``region``'s storage when configured; None means: read through its lakeFS."""
+        key = ("src", region)
+        if key not in self._stores:
+            store = self.config.source_store_for(region)
+            if store is None:
+                return None
+            self._stores[key] = self._build_store(store)
+        return self._stores[key]
+
+    def engine_settings(self) -> EngineSettings:
+        return EngineSettings(
+            concurrency=self.config.transfer.concurrency,
+            strict_full_addresses=self.config.transfer.strict_full_addresses,
+            list_page_size=self.config.commit_sensor.list_branch_page_size,
+            validator_workers=self.config.validator.num_workers,
+        )
+
+    def engine_for(self, mirror: Mirror, *, validator: RangeValidator | None = None) -> MirrorEngine:
+        """The engine that replicates ``mirror`` (run in the mirror's destination region)."""
+        if mirror.destination_region != self.config.region:
+            raise ReplicationError(
+                f"mirror {mirror.name} lives in region {mirror.destination_region}; this service is region "
+                f"{self.config.region} and only syncs mirrors into its own region"
+            )
+        src_client = self.client(mirror.source_region)
+        src_repo = src_client.get_repository(mirror.source_repository)
+        source = RepositorySource(
+            src_client,
+            mirror.source_repository,
+            src_repo.storage_namespace,
+            store=self.source_store(mirror.source_region),
+        )
+        return MirrorEngine(
+            source=source,
+            destination=self.client(mirror.destination_region),
+            mirror_repo=mirror.name,
+            destination_store=self.destination_store(mirror.storage_id),
+            destination_namespace=mirror.storage_namespace,
+            validated=self.mirrors,
+            validation_key=mirror.validation_namespace,
+            settings=self.engine_settings(),
+            validator=validator,
+        )
+
+    # ------------------------------------------------------------------ mirrors
+    def create_mirror(
+        self,
+        *,
+        source_repository: str,
+        name: str,
+        region: str,
+        storage_namespace: str,
+        storage_id: str = "",
+        source_region: str | None = None,
+    ) -> Mirror:
+        """Record a new mirror after checking everything it needs; on any error nothing is written.
+
+        Checks: the destination region is known and reachable, the source repository exists, the mirror
+        name is free there, the destination store exists, and no repository already uses the namespace.
+        """
+        source_region = source_region or self.config.region
+        if region == source_region:
+            raise ReplicationError(f"mirror region {region!r} is the source region; a mirror lives in another region")
+        self.config.endpoint_for(region)  # unknown region -> ConfigError naming the known ones
+        self.client(source_region).get_repository(source_repository)  # 404 -> LakeFSNotFound
+        destination = self.client(region)
+        try:
+            destination.get_repository(name)
+            raise ReplicationError(f"a repository named {name!r} already exists in region {region}")
+        except LakeFSNotFound:
+            pass
+        if region == self.config.region:
+            self.config.store_by_id(storage_id)
+        wanted = storage_namespace.rstrip("/")
+        for repo in destination.list_repositories(page_size=self.config.list_repositories_page_size):
+            if repo.storage_namespace.rstrip("/") == wanted:
+                raise NamespaceInUse(
+                    f"storage namespace {storage_namespace} is already used by repository {repo.id} in region {region}"
+                )
+        return self.mirrors.create_mirror(
+            organization_id=self.config.organization_id,
+            source_region=source_region,
+            source_repository=source_repository,
+            name=name,
+            destination_region=region,
+            storage_namespace=storage_namespace,
+            storage_id=storage_id,
+        )
+
+    def my_mirrors(self, *, name: str | None = None) -> Iterator[Mirror]:
+        """Mirrors whose destination is this region (optionally only the one called ``name``)."""
+        for mirror in self.mirrors.iter_mirrors(
+            destination_region=self.config.region, page_size=self.config.list_mirrors_page_size
+        ):
+            if name is None or mirror.name == name:
+                yield mirror
+
+    def activate(self, mirror: Mirror) -> Mirror:
+        """Create the read-only mirror repository (idempotent) and mark the mirror active."""
+        if mirror.state == MirrorState.ACTIVE:
+            return mirror
+        try:
+            self.engine_for(mirror).ensure_mirror_repository()
+        except Exception as exc:
+            self.mirrors.set_state(mirror.id, MirrorState.FAILED, f"{type(exc).__name__}: {exc}", None)
+            raise
+        return self.mirrors.set_state(mirror.id, MirrorState.ACTIVE, "", None)
+
+    def sync(self, *, name: str | None = None, branches: list[str] | None = None) -> list[MirrorSyncResult]:
+        """One pass over this region's active (or pending) mirrors; records each branch's state."""
+        results = []
+        for mirror in self.my_mirrors(name=name):
+            if mirror.state not in (MirrorState.PENDING, MirrorState.CREATING, MirrorState.ACTIVE):
+                continue
+            mirror = self.activate(mirror)
+            result = self.engine_for(mirror).sync(branches=branches)
+            self.record(mirror, result)
+            results.append(result)
+        return results
+
+    def record(self, mirror: Mirror, result: MirrorSyncResult) -> None:
+        """Per-branch state in the mirrors database (what the API and ``status`` report)."""
+        import datetime as dt
+
+        for ref in result.refs:
+            if ref.kind != "branch":
+                continue
+            if ref.action == "deleted":
+                self.mirrors.delete_branch(mirror.id, ref.name)
+                continue
+            promoted = ref.action in ("created", "advanced", "reset")
+            self.mirrors.record_branch(
+                mirror.id,
+                ref.name,
+                source_commit_id=ref.source_commit,
+                source_commit_time=(
+                    dt.datetime.fromtimestamp(ref.source_commit_time, dt.UTC) if ref.source_commit_time else None
+                ),
+                mirrored_commit_id=ref.mirror_commit,
+                promoted_at=dt.datetime.now(dt.UTC) if promoted else None,
+                lag_seconds=ref.lag_seconds if promoted else None,
+            )
