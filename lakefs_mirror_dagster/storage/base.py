@@ -1,0 +1,97 @@
+"""The blockstore interface that the replication engine talks to, whatever the storage behind it."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO, ClassVar, Protocol
+
+from .errors import StorageError
+
+__all__ = ["Blockstore", "ObjectInfo", "ObjectStat", "ReadableStream"]
+
+
+class ReadableStream(Protocol):
+    """Anything with a binary ``read(n)``: files, HTTP bodies, ``io.BytesIO``."""
+
+    def read(self, size: int = ..., /) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class ObjectStat:
+    """What a HEAD tells us: the size, and the store's ETag when it has one (S3; None for local)."""
+
+    size: int
+    etag: str | None = None
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """One listed object: its full URI (same form as the listed prefix), size and ETag."""
+
+    uri: str
+    size: int
+    etag: str | None = None
+
+
+class Blockstore(ABC):
+    """Object storage addressed by full storage URIs (``s3://bucket/key``, ``local://name/path``).
+
+    Implementations are thread-safe: a transfer pool calls one instance from many threads.
+    Writes are all-or-nothing: after a failure no object (or the previous one) exists under the name.
+    """
+
+    #: URI schemes this store serves.
+    schemes: ClassVar[frozenset[str]] = frozenset()
+    #: Buffer size for streamed reads and local writes; bounds memory per transfer.
+    chunk_size: int = 8 * 1024 * 1024
+
+    @abstractmethod
+    def describe(self) -> str:
+        """A human-readable location (endpoint or root directory) for messages; never credentials."""
+
+    @abstractmethod
+    def stat(self, uri: str) -> ObjectStat | None:
+        """Size and ETag of the object, or None if it does not exist."""
+
+    @abstractmethod
+    def open_read(self, uri: str) -> BinaryIO:
+        """A streamed binary reader; close it (or use ``with``). Raises ObjectNotFound."""
+
+    def read_bytes(self, uri: str) -> bytes:
+        """The whole object in memory: meant for small metadata files (ranges, manifests)."""
+        with self.open_read(uri) as stream:
+            return stream.read()
+
+    @abstractmethod
+    def write_stream(self, uri: str, stream: ReadableStream, size: int | None = None) -> ObjectStat:
+        """Store the bytes of ``stream`` under ``uri`` atomically, reading it chunk by chunk.
+
+        If ``size`` is given and the stream delivers a different number of bytes, nothing is stored and
+        SizeMismatchError is raised: this catches truncated source reads.
+        """
+
+    @abstractmethod
+    def write_bytes(self, uri: str, data: bytes) -> ObjectStat:
+        """Store ``data`` under ``uri`` atomically."""
+
+    @abstractmethod
+    def delete(self, uri: str) -> None:
+        """Remove the object; deleting an absent object is not an error (as in S3)."""
+
+    @abstractmethod
+    def list_prefix(self, uri_prefix: str) -> Iterator[ObjectInfo]:
+        """Objects whose URI starts with ``uri_prefix`` (a string prefix, as in S3: end it with ``/``
+        to list a "directory" only)."""
+
+    def same_endpoint_as(self, other: Blockstore) -> bool:
+        """True if ``server_side_copy`` can copy from ``other``'s URIs into this store."""
+        return False
+
+    def server_side_copy(self, src_uri: str, dst_uri: str) -> ObjectStat:
+        """Copy inside the storage service without moving bytes through this process."""
+        raise StorageError(f"{type(self).__name__} does not support server-side copy", uri=src_uri)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.describe()})"

@@ -1,0 +1,249 @@
+"""S3Blockstore against a real MinIO: object operations, multipart, server-side copy, error mapping."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from lakefs_mirror_dagster.storage import (
+    BucketNotFound,
+    InvalidStorageURI,
+    LocalBlockstore,
+    ObjectNotFound,
+    S3Blockstore,
+    SizeMismatchError,
+    StorageAccessError,
+    TransientStorageError,
+    copy_object,
+)
+
+from .conftest import MiB, S3ServerLike, s3_store_for
+
+
+class FailingStream:
+    """Delivers ``good`` bytes, then fails the way a dropped source connection would."""
+
+    def __init__(self, good: bytes) -> None:
+        self._good = io.BytesIO(good)
+
+    def read(self, size: int = -1, /) -> bytes:
+        chunk = self._good.read(size)
+        if not chunk:
+            raise TransientStorageError("source connection dropped")
+        return chunk
+
+
+def md5(data: bytes) -> str:
+    return hashlib.md5(data).hexdigest()
+
+
+def pending_uploads(store: S3Blockstore, bucket: str) -> list[str]:
+    response = store.client.list_multipart_uploads(Bucket=bucket)
+    return [u["Key"] for u in response.get("Uploads", [])]
+
+
+def test_write_stat_read_delete(s3_store: S3Blockstore, bucket: str) -> None:
+    uri = f"s3://{bucket}/ns/data/p/o"
+    assert s3_store.stat(uri) is None
+    written = s3_store.write_bytes(uri, b"hello world")
+    stat = s3_store.stat(uri)
+    assert stat is not None and stat.size == 11
+    # a single-part S3 ETag is the MD5 of the content
+    assert stat.etag == written.etag == md5(b"hello world")
+    assert s3_store.read_bytes(uri) == b"hello world"
+    with s3_store.open_read(uri) as stream:
+        assert stream.read(5) == b"hello"
+        assert stream.read() == b" world"
+    s3_store.delete(uri)
+    assert s3_store.stat(uri) is None
+    s3_store.delete(uri)  # idempotent
+
+
+def test_list_prefix_paginates_and_uses_string_prefix(s3_store: S3Blockstore, bucket: str) -> None:
+    keys = [f"ns/data/{i:05d}" for i in range(1050)]  # more than one 1000-key page
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda k: s3_store.write_bytes(f"s3://{bucket}/{k}", k.encode()), keys))
+    s3_store.write_bytes(f"s3://{bucket}/ns2/other", b"x")
+    listed = list(s3_store.list_prefix(f"s3://{bucket}/ns/"))
+    assert [i.uri for i in listed] == [f"s3://{bucket}/{k}" for k in keys]
+    assert all(i.size == 13 for i in listed)
+    assert {i.uri for i in s3_store.list_prefix(f"s3://{bucket}/ns")} >= {f"s3://{bucket}/ns2/other"}
+    assert [i.uri for i in s3_store.list_prefix(f"s3://{bucket}/ns/data/0104")] == [
+        f"s3://{bucket}/ns/data/{i:05d}" for i in range(1040, 1050)
+    ]
+
+
+@pytest.mark.parametrize("announce_size", [True, False])
+def test_multipart_above_threshold(s3_store: S3Blockstore, bucket: str, announce_size: bool) -> None:
+    data = os.urandom(12 * MiB)
+    uri = f"s3://{bucket}/big"
+    stat = s3_store.write_stream(uri, io.BytesIO(data), len(data) if announce_size else None)
+    assert stat.size == len(data)
+    head = s3_store.stat(uri)
+    assert head is not None and head.size == len(data)
+    # S3 multipart ETags end in "-<number of parts>": 5 MiB + 5 MiB + 2 MiB
+    assert head.etag is not None and head.etag.endswith("-3")
+    assert hashlib.sha256(s3_store.read_bytes(uri)).digest() == hashlib.sha256(data).digest()
+
+
+def test_small_unannounced_stream_is_a_single_put(s3_store: S3Blockstore, bucket: str) -> None:
+    data = os.urandom(4 * MiB)
+    stat = s3_store.write_stream(f"s3://{bucket}/small", io.BytesIO(data), None)
+    assert stat.etag == md5(data)
+
+
+def test_failed_multipart_upload_leaves_nothing(s3_store: S3Blockstore, bucket: str) -> None:
+    uri = f"s3://{bucket}/broken"
+    with pytest.raises(TransientStorageError, match="source connection dropped"):
+        s3_store.write_stream(uri, FailingStream(os.urandom(7 * MiB)), 12 * MiB)
+    assert s3_store.stat(uri) is None
+    assert pending_uploads(s3_store, bucket) == []  # the multipart upload was aborted
+
+
+def test_failed_overwrite_keeps_previous_object(s3_store: S3Blockstore, bucket: str) -> None:
+    uri = f"s3://{bucket}/obj"
+    s3_store.write_bytes(uri, b"previous")
+    with pytest.raises(TransientStorageError):
+        s3_store.write_stream(uri, FailingStream(os.urandom(6 * MiB)), None)
+    assert s3_store.read_bytes(uri) == b"previous"
+
+
+@pytest.mark.parametrize("declared", [100, 8 * MiB])
+def test_short_source_is_size_mismatch(s3_store: S3Blockstore, bucket: str, declared: int) -> None:
+    uri = f"s3://{bucket}/short"
+    with pytest.raises(SizeMismatchError, match=f"expected {declared} bytes"):
+        s3_store.write_stream(uri, io.BytesIO(b"0123456789"), declared)
+    assert s3_store.stat(uri) is None
+    assert pending_uploads(s3_store, bucket) == []
+
+
+def test_long_source_is_size_mismatch(s3_store: S3Blockstore, bucket: str) -> None:
+    uri = f"s3://{bucket}/long"
+    with pytest.raises(SizeMismatchError, match="more than"):
+        s3_store.write_stream(uri, io.BytesIO(os.urandom(11 * MiB)), 10 * MiB)
+    assert s3_store.stat(uri) is None
+    assert pending_uploads(s3_store, bucket) == []
+
+
+def test_server_side_copy_between_buckets(s3_server: S3ServerLike, make_bucket: Callable[[str], str]) -> None:
+    src_bucket, dst_bucket = make_bucket("src"), make_bucket("dst")
+    src_store, dst_store = s3_store_for(s3_server), s3_store_for(s3_server)
+    assert dst_store.same_endpoint_as(src_store)
+    data = os.urandom(3 * MiB)
+    src_store.write_bytes(f"s3://{src_bucket}/ns/data/o", data)
+    result = copy_object(src_store, f"s3://{src_bucket}/ns/data/o", dst_store, f"s3://{dst_bucket}/ns2/data/o")
+    assert result.method == "server_side" and result.size == len(data)
+    assert dst_store.read_bytes(f"s3://{dst_bucket}/ns2/data/o") == data
+
+
+def test_server_side_multipart_copy(s3_store: S3Blockstore, make_bucket: Callable[[str], str]) -> None:
+    src_bucket, dst_bucket = make_bucket("src"), make_bucket("dst")
+    data = os.urandom(12 * MiB)
+    s3_store.write_bytes(f"s3://{src_bucket}/o", data)
+    s3_store.max_single_copy_size = 6 * MiB  # stand-in for S3's 5 GiB CopyObject limit
+    s3_store.copy_part_size = 5 * MiB
+    stat = s3_store.server_side_copy(f"s3://{src_bucket}/o", f"s3://{dst_bucket}/o")
+    head = s3_store.stat(f"s3://{dst_bucket}/o")
+    assert stat.size == len(data) and head is not None and head.etag is not None and head.etag.endswith("-3")
+    assert s3_store.read_bytes(f"s3://{dst_bucket}/o") == data
+
+
+def test_streamed_copy_local_to_s3_and_back(
+    s3_store: S3Blockstore, local_store: LocalBlockstore, bucket: str, tmp_path: Path
+) -> None:
+    data = os.urandom(12 * MiB)
+    local_store.write_bytes("local://repo/data/o", data)
+    assert not s3_store.same_endpoint_as(local_store)
+    up = copy_object(local_store, "local://repo/data/o", s3_store, f"s3://{bucket}/ns/data/o")
+    assert up.method == "stream" and up.size == len(data)
+    down = copy_object(s3_store, f"s3://{bucket}/ns/data/o", local_store, "local://copy/data/o")
+    assert down.method == "stream"
+    assert (Path(local_store.root) / "copy/data/o").read_bytes() == data
+
+
+def test_copy_of_missing_source_is_object_not_found(
+    s3_store: S3Blockstore, local_store: LocalBlockstore, bucket: str
+) -> None:
+    with pytest.raises(ObjectNotFound, match="no such object"):
+        copy_object(s3_store, f"s3://{bucket}/missing", local_store, "local://x/y")
+    with pytest.raises(ObjectNotFound):
+        copy_object(s3_store, f"s3://{bucket}/missing", s3_store, f"s3://{bucket}/y")
+
+
+def test_missing_bucket_is_bucket_not_found_with_clear_message(s3_store: S3Blockstore) -> None:
+    uri = "s3://no-such-bucket-4711/key"
+    for operation in (
+        lambda: s3_store.stat(uri),
+        lambda: s3_store.read_bytes(uri),
+        lambda: s3_store.open_read(uri),
+        lambda: s3_store.write_bytes(uri, b"x"),
+        lambda: list(s3_store.list_prefix("s3://no-such-bucket-4711/")),
+    ):
+        with pytest.raises(BucketNotFound, match="bucket 'no-such-bucket-4711' does not exist"):
+            operation()
+    assert issubclass(BucketNotFound, ObjectNotFound)
+
+
+def test_missing_object_is_object_not_found(s3_store: S3Blockstore, bucket: str) -> None:
+    with pytest.raises(ObjectNotFound, match=rf"read s3://{bucket}/nope: no such object"):
+        s3_store.read_bytes(f"s3://{bucket}/nope")
+    with pytest.raises(ObjectNotFound):
+        s3_store.open_read(f"s3://{bucket}/nope")
+
+
+def test_wrong_credentials_are_access_errors_without_secrets(s3_server: S3ServerLike, bucket: str) -> None:
+    secret = "wrong-secret-Xy7Qz0123456789"
+    store = s3_store_for(s3_server, secret_access_key=secret, max_attempts=1)
+    with pytest.raises(StorageAccessError) as info:
+        store.write_bytes(f"s3://{bucket}/x", b"x")
+    assert "SignatureDoesNotMatch" in str(info.value)
+    assert secret not in str(info.value) and secret not in repr(store)
+
+
+def test_unreachable_endpoint_is_transient(tmp_path: Path) -> None:
+    from .conftest import _free_port
+
+    store = S3Blockstore(
+        endpoint=f"http://127.0.0.1:{_free_port()}",
+        region=None,
+        access_key_id="a",
+        secret_access_key="b",
+        max_attempts=1,
+        connect_timeout=1,
+        read_timeout=1,
+    )
+    with pytest.raises(TransientStorageError, match="connection problem"):
+        store.stat("s3://bucket/key")
+
+
+def test_uri_validation(s3_store: S3Blockstore) -> None:
+    with pytest.raises(InvalidStorageURI, match="only serves s3://"):
+        s3_store.stat("local://x/y")
+    with pytest.raises(InvalidStorageURI, match="names no object key"):
+        s3_store.write_bytes("s3://bucket", b"x")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"endpoint": "127.0.0.1:9000"}, "must be an http"),
+        ({"secret_access_key": None}, "give both access_key_id and secret_access_key"),
+        ({"multipart_chunk_size": MiB}, "below S3's minimum part size"),
+    ],
+)
+def test_bad_settings_fail_clearly(kwargs: dict[str, object], message: str) -> None:
+    settings: dict[str, object] = {
+        "endpoint": "http://127.0.0.1:9000",
+        "region": None,
+        "access_key_id": "a",
+        "secret_access_key": "b",
+    }
+    settings.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        S3Blockstore(**settings)  # type: ignore[arg-type]

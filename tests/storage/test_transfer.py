@@ -1,0 +1,264 @@
+"""copy_object and TransferPool: method choice, skip-if-present, counts, retries, bounded concurrency."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import pytest
+
+from lakefs_mirror_dagster.storage import (
+    Blockstore,
+    CopyTask,
+    LocalBlockstore,
+    ObjectInfo,
+    ObjectStat,
+    S3Blockstore,
+    SizeMismatchError,
+    StorageAccessError,
+    StorageError,
+    TransferPool,
+    TransientStorageError,
+    copy_object,
+)
+from lakefs_mirror_dagster.storage.base import ReadableStream
+
+from .conftest import MiB, S3ServerLike, s3_store_for
+
+
+class Wrapped(Blockstore):
+    """Delegates to another store; subclasses inject faults or observe calls."""
+
+    def __init__(self, inner: Blockstore) -> None:
+        self.inner = inner
+
+    def describe(self) -> str:
+        return "wrapped " + self.inner.describe()
+
+    def stat(self, uri: str) -> ObjectStat | None:
+        return self.inner.stat(uri)
+
+    def open_read(self, uri: str) -> BinaryIO:
+        return self.inner.open_read(uri)
+
+    def write_stream(self, uri: str, stream: ReadableStream, size: int | None = None) -> ObjectStat:
+        return self.inner.write_stream(uri, stream, size)
+
+    def write_bytes(self, uri: str, data: bytes) -> ObjectStat:
+        return self.inner.write_bytes(uri, data)
+
+    def delete(self, uri: str) -> None:
+        self.inner.delete(uri)
+
+    def list_prefix(self, uri_prefix: str) -> Iterator[ObjectInfo]:
+        return self.inner.list_prefix(uri_prefix)
+
+
+class Flaky(Wrapped):
+    """The first ``failures`` reads of each object fail transiently."""
+
+    def __init__(self, inner: Blockstore, failures: int) -> None:
+        super().__init__(inner)
+        self.failures = failures
+        self.calls: dict[str, int] = {}
+
+    def open_read(self, uri: str) -> BinaryIO:
+        self.calls[uri] = self.calls.get(uri, 0) + 1
+        if self.calls[uri] <= self.failures:
+            raise TransientStorageError(f"read {uri}: temporary failure (SlowDown)", uri=uri)
+        return super().open_read(uri)
+
+
+class Slow(Wrapped):
+    """Records how many writes run at the same time."""
+
+    def __init__(self, inner: Blockstore, delay: float) -> None:
+        super().__init__(inner)
+        self.delay = delay
+        self.lock = threading.Lock()
+        self.active = 0
+        self.max_active = 0
+
+    def write_stream(self, uri: str, stream: ReadableStream, size: int | None = None) -> ObjectStat:
+        with self.lock:
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        try:
+            time.sleep(self.delay)
+            return super().write_stream(uri, stream, size)
+        finally:
+            with self.lock:
+                self.active -= 1
+
+
+class RefusesServerSide(LocalBlockstore):
+    def server_side_copy(self, src_uri: str, dst_uri: str) -> ObjectStat:
+        raise StorageAccessError(f"copy {src_uri}: access denied (AccessDenied)", uri=src_uri)
+
+
+def make_objects(store: Blockstore, count: int, prefix: str = "local://src/data") -> dict[str, bytes]:
+    objects = {f"{prefix}/{i:03d}": os.urandom(100 + 37 * i) for i in range(count)}
+    for uri, data in objects.items():
+        store.write_bytes(uri, data)
+    return objects
+
+
+def tasks_for(src: Blockstore, dst: Blockstore, objects: dict[str, bytes], to: Callable[[str], str]) -> list[CopyTask]:
+    return [CopyTask(src, uri, dst, to(uri)) for uri in objects]
+
+
+def test_copy_object_streams_between_local_roots(tmp_path: Path) -> None:
+    src, dst = LocalBlockstore(root=tmp_path / "a"), LocalBlockstore(root=tmp_path / "b")
+    src.write_bytes("local://ns/o", b"data")
+    result = copy_object(src, "local://ns/o", dst, "local://ns2/o")
+    assert (result.method, result.size) == ("stream", 4)
+    assert dst.read_bytes("local://ns2/o") == b"data"
+
+
+def test_refused_server_side_copy_falls_back_to_streaming(tmp_path: Path) -> None:
+    src = LocalBlockstore(root=tmp_path)
+    dst = RefusesServerSide(root=tmp_path)
+    assert dst.same_endpoint_as(src)
+    src.write_bytes("local://ns/o", b"data")
+    result = copy_object(src, "local://ns/o", dst, "local://ns2/o")
+    assert result.method == "stream"
+    assert dst.read_bytes("local://ns2/o") == b"data"
+
+
+def test_declared_size_is_checked(tmp_path: Path) -> None:
+    src, dst = LocalBlockstore(root=tmp_path / "a"), LocalBlockstore(root=tmp_path / "b")
+    src.write_bytes("local://ns/o", b"0123456789")
+    with pytest.raises(SizeMismatchError):
+        copy_object(src, "local://ns/o", dst, "local://ns/o", size=20)
+    assert dst.stat("local://ns/o") is None
+    with pytest.raises(StorageError, match="expected 20"):
+        copy_object(src, "local://ns/o", src, "local://ns/copy", size=20)  # server-side path
+
+
+def test_pool_copies_then_skips_what_is_present(tmp_path: Path) -> None:
+    src, dst = LocalBlockstore(root=tmp_path / "a"), LocalBlockstore(root=tmp_path / "b")
+    objects = make_objects(src, 20)
+
+    def to(uri: str) -> str:
+        return uri.replace("local://src/", "local://dst/")
+
+    pool = TransferPool(concurrency=4)
+    first = pool.run(tasks_for(src, dst, objects, to))
+    assert (first.copied, first.skipped, first.failed) == (20, 0, [])
+    assert first.bytes_copied == sum(len(d) for d in objects.values())
+    assert all(dst.read_bytes(to(u)) == d for u, d in objects.items())
+
+    second = pool.run(tasks_for(src, dst, objects, to))
+    assert (second.copied, second.skipped, second.bytes_copied) == (0, 20, 0)
+    assert second.bytes_skipped == first.bytes_copied
+
+    # a destination object of the wrong size (e.g. a truncated earlier copy) is copied again
+    victim = next(iter(objects))
+    dst.write_bytes(to(victim), b"truncated")
+    third = pool.run(tasks_for(src, dst, objects, to))
+    assert (third.copied, third.skipped) == (1, 19)
+    assert dst.read_bytes(to(victim)) == objects[victim]
+
+
+def test_pool_reports_failures_with_reasons_and_copies_the_rest(tmp_path: Path) -> None:
+    src, dst = LocalBlockstore(root=tmp_path / "a"), LocalBlockstore(root=tmp_path / "b")
+    objects = make_objects(src, 5)
+    tasks = [
+        *tasks_for(src, dst, objects, lambda u: u),
+        CopyTask(src, "local://src/missing", dst, "local://x/y"),
+    ]
+    summary = TransferPool(concurrency=2).run(tasks)
+    assert summary.copied == 5 and not summary.ok
+    [failure] = summary.failed
+    assert failure.src_uri == "local://src/missing"
+    assert failure.error_type == "ObjectNotFound" and "no such object" in failure.reason
+    assert failure.attempts == 1  # not transient: no retries
+    with pytest.raises(StorageError, match="1 object copies failed: local://src/missing"):
+        summary.raise_on_failure()
+
+
+def test_pool_retries_transient_errors_with_bounded_backoff(tmp_path: Path) -> None:
+    inner = LocalBlockstore(root=tmp_path / "a")
+    objects = make_objects(inner, 3)
+    dst = LocalBlockstore(root=tmp_path / "b")
+    delays: list[float] = []
+    pool = TransferPool(concurrency=1, max_attempts=4, backoff_initial=0.5, backoff_max=1.0, sleep=delays.append)
+
+    summary = pool.run(tasks_for(Flaky(inner, failures=2), dst, objects, lambda u: u))
+    assert (summary.copied, summary.retries, summary.failed) == (3, 6, [])
+    assert len(delays) == 6 and all(0 < d <= 1.0 for d in delays)
+
+    delays.clear()
+    summary = pool.run(tasks_for(Flaky(inner, failures=10), LocalBlockstore(root=tmp_path / "c"), objects, lambda u: u))
+    assert summary.copied == 0 and len(summary.failed) == 3
+    assert all(f.attempts == 4 and f.error_type == "TransientStorageError" for f in summary.failed)
+    assert len(delays) == 3 * 3  # attempts - 1 sleeps per object, then it gives up
+
+
+def test_pool_never_exceeds_its_concurrency(tmp_path: Path) -> None:
+    src = LocalBlockstore(root=tmp_path / "a")
+    objects = make_objects(src, 12)
+    dst = Slow(LocalBlockstore(root=tmp_path / "b"), delay=0.1)
+    summary = TransferPool(concurrency=3).run(tasks_for(src, dst, objects, lambda u: u))
+    assert summary.copied == 12
+    assert dst.max_active == 3  # parallel, and never more than the limit
+
+
+def test_pool_consumes_tasks_lazily(tmp_path: Path) -> None:
+    src = LocalBlockstore(root=tmp_path / "a")
+    src.write_bytes("local://src/o", b"x")
+    dst = Slow(LocalBlockstore(root=tmp_path / "b"), delay=0.05)
+    produced = 0
+    in_flight_when_produced: list[int] = []
+
+    def tasks() -> Iterator[CopyTask]:
+        nonlocal produced
+        for i in range(40):
+            produced += 1
+            in_flight_when_produced.append(produced - summary_counter[0])
+            yield CopyTask(src, "local://src/o", dst, f"local://dst/{i}")
+
+    summary_counter = [0]
+    pool = TransferPool(concurrency=2, on_result=lambda r: summary_counter.__setitem__(0, summary_counter[0] + 1))
+    summary = pool.run(tasks())
+    assert summary.copied == 40
+    # never more than 2 * concurrency tasks were taken from the iterable ahead of completion
+    assert max(in_flight_when_produced) <= 2 * 2 + 1
+
+
+def test_pool_local_to_s3_and_server_side_within_s3(
+    s3_server: S3ServerLike, make_bucket: Callable[[str], str], tmp_path: Path
+) -> None:
+    local = LocalBlockstore(root=tmp_path)
+    objects = make_objects(local, 8, prefix="local://repo/data")
+    objects["local://repo/data/big"] = os.urandom(6 * MiB)
+    local.write_bytes("local://repo/data/big", objects["local://repo/data/big"])
+    bucket_a, bucket_b = make_bucket("a"), make_bucket("b")
+    s3_a: S3Blockstore = s3_store_for(s3_server)
+    s3_b: S3Blockstore = s3_store_for(s3_server)
+
+    def to_a(uri: str) -> str:
+        return uri.replace("local://repo/", f"s3://{bucket_a}/ns/")
+
+    pool = TransferPool(concurrency=4)
+    up = pool.run(tasks_for(local, s3_a, objects, to_a))
+    assert (up.copied, up.server_side, up.failed) == (9, 0, [])
+    assert pool.run(tasks_for(local, s3_a, objects, to_a)).skipped == 9
+
+    across = pool.run(
+        CopyTask(s3_a, to_a(u), s3_b, to_a(u).replace(bucket_a, bucket_b), size=len(d)) for u, d in objects.items()
+    )
+    assert (across.copied, across.server_side) == (9, 9)
+    for uri, data in objects.items():
+        assert s3_b.read_bytes(to_a(uri).replace(bucket_a, bucket_b)) == data
+
+
+def test_pool_validates_its_settings() -> None:
+    with pytest.raises(ValueError, match="concurrency must be at least 1"):
+        TransferPool(concurrency=0)
+    with pytest.raises(ValueError, match="max_attempts"):
+        TransferPool(max_attempts=0)
