@@ -1,0 +1,84 @@
+"""lakeFS's own formats, read in pure Python: range/metarange sstables, their records, and lakeFS IDs.
+
+No I/O: every function takes bytes (or an :class:`SSTable` parsed from bytes). See
+``docs``/design notes §1.5 and §3 for the formats.
+"""
+
+from .addresses import KNOWN_SCHEMES, AddressType, address_is_full
+from .ident import IdentityWriter, commit_id, entry_identity, entry_identity_legacy, parents_identity
+from .range_id import RangeIdMismatchError, compute_range_id, range_id_of_bytes, verify_range_file
+from .ranges import (
+    FILE_TYPE_METARANGES,
+    FILE_TYPE_RANGES,
+    file_type,
+    iter_branches,
+    iter_commits,
+    iter_entries,
+    iter_entry_locations,
+    iter_range_refs,
+    iter_tags,
+)
+from .records import (
+    BranchData,
+    CommitData,
+    Entry,
+    RangeRef,
+    RecordError,
+    TagData,
+    decode_branch_data,
+    decode_commit_data,
+    decode_entry,
+    decode_range_ref,
+    decode_tag_data,
+    encode_value,
+    split_value,
+)
+from .render import describe_sst, format_sst
+from .sstable import SSTable, SSTableError
+from .varint import VarintError, decode_uvarint, decode_varint, encode_uvarint, encode_varint
+
+__all__ = [
+    "FILE_TYPE_METARANGES",
+    "FILE_TYPE_RANGES",
+    "KNOWN_SCHEMES",
+    "AddressType",
+    "BranchData",
+    "CommitData",
+    "Entry",
+    "IdentityWriter",
+    "RangeIdMismatchError",
+    "RangeRef",
+    "RecordError",
+    "SSTable",
+    "SSTableError",
+    "TagData",
+    "VarintError",
+    "address_is_full",
+    "commit_id",
+    "compute_range_id",
+    "decode_branch_data",
+    "decode_commit_data",
+    "decode_entry",
+    "decode_range_ref",
+    "decode_tag_data",
+    "decode_uvarint",
+    "decode_varint",
+    "describe_sst",
+    "encode_uvarint",
+    "encode_value",
+    "encode_varint",
+    "entry_identity",
+    "entry_identity_legacy",
+    "file_type",
+    "format_sst",
+    "iter_branches",
+    "iter_commits",
+    "iter_entries",
+    "iter_entry_locations",
+    "iter_range_refs",
+    "iter_tags",
+    "parents_identity",
+    "range_id_of_bytes",
+    "split_value",
+    "verify_range_file",
+]

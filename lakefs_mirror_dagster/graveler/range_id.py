@@ -1,0 +1,61 @@
+"""Recompute the content-hash ID of a range or metarange file (``pkg/graveler/sstable/writer.go``).
+
+The ID is not a hash of the file bytes: it hashes every record and the user properties the writer was
+given. A downloaded ``_lakefs/<id>`` file can therefore be checked end to end before it is copied to a
+destination, where lakeFS would trust it blindly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from .ident import IdentityWriter
+from .sstable import SSTable, SSTableError
+
+__all__ = [
+    "WRITER_ADDED_PROPERTIES",
+    "RangeIdMismatchError",
+    "compute_range_id",
+    "range_id_of_bytes",
+    "verify_range_file",
+]
+
+# Added by lakeFS's writer at Close, after the metadata that goes into the ID was hashed.
+WRITER_ADDED_PROPERTIES = frozenset({b"min_key", b"max_key", b"count", b"estimated_size_bytes"})
+_BATCH = 256
+
+
+class RangeIdMismatchError(SSTableError):
+    """The file decodes, but its content does not hash to the ID it is stored (or referenced) under."""
+
+
+def compute_range_id(sst: SSTable) -> str:
+    """Hex SHA-256 over ``len(key) key | len(value) value |`` per record, then the writer metadata."""
+    h = hashlib.sha256()
+    parts: list[bytes] = []
+    append = parts.append
+    for key, value in sst.iter_records():
+        append(b"%d%s|%d%s|" % (len(key), key, len(value), value))
+        if len(parts) >= _BATCH:
+            h.update(b"".join(parts))
+            parts.clear()
+    h.update(b"".join(parts))
+    metadata = {k: v for k, v in sst.raw_user_properties.items() if k not in WRITER_ADDED_PROPERTIES}
+    IdentityWriter(h).add_string_map(metadata)
+    return h.hexdigest()
+
+
+def range_id_of_bytes(data: bytes, *, verify_checksums: bool = True) -> str:
+    return compute_range_id(SSTable.from_bytes(data, verify_checksums=verify_checksums))
+
+
+def verify_range_file(data: bytes, expected_id: str) -> SSTable:
+    """Parse ``data`` and check it hashes to ``expected_id``; returns the parsed table for further reading."""
+    sst = SSTable.from_bytes(data)
+    actual = compute_range_id(sst)
+    if actual != expected_id.lower():
+        raise RangeIdMismatchError(
+            f"range file content hashes to {actual}, not to the expected ID {expected_id}: the file is "
+            "corrupt, truncated in a way the format did not catch, or stored under the wrong name"
+        )
+    return sst
