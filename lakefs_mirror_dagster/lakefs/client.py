@@ -45,6 +45,8 @@ class LakeFSClient:
         conf = lakefs_sdk.Configuration(
             host=f"{self.endpoint}/api/v1", username=access_key_id, password=secret_access_key
         )
+        # Enough pooled connections for a transfer pool streaming objects through the API.
+        conf.connection_pool_maxsize = 64
         self._api = lakefs_sdk.ApiClient(conf)
         self._basic_auth = f"{access_key_id}:{secret_access_key}"
         self._attempts = max(1, attempts)
@@ -123,9 +125,7 @@ class LakeFSClient:
             read_only=read_only,
             storage_id=storage_id or None,
         )
-        self.call(
-            f"create repository {name}", self.repositories.create_repository, body, bare=bare, retry=False
-        )
+        self.call(f"create repository {name}", self.repositories.create_repository, body, bare=bare, retry=False)
         return self.get_repository(name)
 
     def delete_repository(self, repo: str, *, force: bool = False) -> None:
@@ -173,9 +173,7 @@ class LakeFSClient:
 
     # ------------------------------------------------------------------ commits
     def get_commit(self, repo: str, commit_id: str) -> Commit:
-        return Commit.from_api(
-            self.call(f"get commit {repo}@{commit_id}", self.commits.get_commit, repo, commit_id)
-        )
+        return Commit.from_api(self.call(f"get commit {repo}@{commit_id}", self.commits.get_commit, repo, commit_id))
 
     def log_commits(
         self, repo: str, ref: str, *, page_size: int = 1000, first_parent: bool = False
@@ -202,9 +200,7 @@ class LakeFSClient:
             force=force,
         )
         try:
-            self.call(
-                f"create commit record {repo}@{commit.id}", self.internal.create_commit_record, repo, body
-            )
+            self.call(f"create commit record {repo}@{commit.id}", self.internal.create_commit_record, repo, body)
         except LakeFSConflict:
             return False
         return True
@@ -246,13 +242,9 @@ class LakeFSClient:
         return bytes(data)
 
     # ------------------------------------------------------------------ objects
-    def upload_object(
-        self, repo: str, branch: str, path: str, content: bytes, *, force: bool = False
-    ) -> None:
+    def upload_object(self, repo: str, branch: str, path: str, content: bytes, *, force: bool = False) -> None:
         """Upload bytes as one object (the generated SDK only uploads from file paths)."""
-        body, content_type = urllib3.encode_multipart_formdata(
-            {"content": (path.rsplit("/", 1)[-1], content)}
-        )
+        body, content_type = urllib3.encode_multipart_formdata({"content": (path.rsplit("/", 1)[-1], content)})
         resp = self._raw(
             "POST",
             f"/repositories/{_q(repo)}/branches/{_q(branch)}/objects",
@@ -264,9 +256,7 @@ class LakeFSClient:
         resp.release_conn()
 
     def delete_object(self, repo: str, branch: str, path: str, *, force: bool = False) -> None:
-        self.call(
-            f"delete {repo}/{branch}/{path}", self.objects.delete_object, repo, branch, path, force=force
-        )
+        self.call(f"delete {repo}/{branch}/{path}", self.objects.delete_object, repo, branch, path, force=force)
 
     def get_object(self, repo: str, ref: str, path: str) -> bytes:
         return bytes(self.call(f"get {repo}@{ref}/{path}", self.objects.get_object, repo, ref, path))
@@ -318,9 +308,7 @@ class LakeFSClient:
             raise error_for_status(resp.status, data, endpoint=self.endpoint, what=what)
         return resp
 
-    def _paginate(
-        self, what: str, fn: Callable[..., Any], page_size: int, *args: Any, **kwargs: Any
-    ) -> Iterator[Any]:
+    def _paginate(self, what: str, fn: Callable[..., Any], page_size: int, *args: Any, **kwargs: Any) -> Iterator[Any]:
         after = ""
         for _ in range(10_000_000):
             page = self.call(what, fn, *args, after=after, amount=page_size, **kwargs)
