@@ -78,11 +78,11 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A real PostgreSQL server (installed from Debian packages when missing)."""
     from lakefs_mirror_dagster.devenv.postgres import PostgresServer
 
-    server = PostgresServer.start(tmp_path_factory.mktemp("postgres"))
+    server = PostgresServer.start(tmp_path_factory.mktemp("postgres"), durable=False)
     try:
         yield server
     finally:
-        server.stop()
+        server.stop(remove_data=True)
 
 
 @pytest.fixture(scope="session")

@@ -76,9 +76,7 @@ def ensure_lakefs_binary() -> Path:
         tmp = target.with_name(f".lakefs.{os.getpid()}.tmp")
         tmp.parent.mkdir(parents=True, exist_ok=True)
         ldflags = f"-X {LAKEFS_MODULE}/pkg/version.Version={LAKEFS_VERSION}"
-        _run_go(
-            ["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(tmp), "."], cwd=work, what="lakeFS"
-        )
+        _run_go(["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(tmp), "."], cwd=work, what="lakeFS")
         tmp.replace(target)
         return target
 

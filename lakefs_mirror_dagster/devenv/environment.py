@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -198,10 +199,11 @@ def environment_down(state_dir: Path | None = None) -> list[int]:
 
 def _stop_all(env: Environment) -> list[int]:
     stopped = []
-    # lakeFS first (it writes to MinIO), then MinIO and PostgreSQL.
+    postgres_pid = int(env.postgres["pid"]) if env.postgres else None
+    # lakeFS first (it writes to MinIO), then MinIO and PostgreSQL (SIGINT: its fast shutdown mode).
     for pid in env.pids():
         if pid_alive(pid):
-            stop_pid(pid)
+            stop_pid(pid, sig=signal.SIGINT if pid == postgres_pid else signal.SIGTERM)
             stopped.append(pid)
     deadline = time.monotonic() + 10
     while any(pid_alive(p) for p in stopped) and time.monotonic() < deadline:

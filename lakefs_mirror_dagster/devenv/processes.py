@@ -93,9 +93,7 @@ def wait_http_ok(
     last_error = ""
     for _ in range(int(timeout_s / 0.1) + 1):
         if process is not None and process.poll() is not None:
-            raise DevenvError(
-                f"process exited with code {process.returncode} before {url} answered{_tail(log_path)}"
-            )
+            raise DevenvError(f"process exited with code {process.returncode} before {url} answered{_tail(log_path)}")
         try:
             with urllib.request.urlopen(url, timeout=2) as resp:
                 if 200 <= resp.status < 300:
@@ -108,11 +106,11 @@ def wait_http_ok(
     raise DevenvError(f"{url} did not answer within {timeout_s:.0f}s ({last_error}){_tail(log_path)}")
 
 
-def stop_pid(pid: int, *, timeout_s: float = 15.0) -> None:
-    """SIGTERM the process group we started, then SIGKILL it if it outlives ``timeout_s``."""
+def stop_pid(pid: int, *, timeout_s: float = 15.0, sig: signal.Signals = signal.SIGTERM) -> None:
+    """Signal the process group we started (SIGTERM by default), then SIGKILL it if it outlives ``timeout_s``."""
     if not pid_alive(pid):
         return
-    _signal_group(pid, signal.SIGTERM)
+    _signal_group(pid, sig)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if not pid_alive(pid):

@@ -194,9 +194,7 @@ def start_lakefs(name: str, base_dir: Path, *, minio: MinioInstance | None = Non
     config_path.chmod(0o600)
     log_path = base_dir / "lakefs.log"
     started = time.monotonic()
-    proc = start_process(
-        [str(binary), "run", "-c", str(config_path)], log_path=base_dir / "lakefs.stdout.log"
-    )
+    proc = start_process([str(binary), "run", "-c", str(config_path)], log_path=base_dir / "lakefs.stdout.log")
     endpoint = f"http://127.0.0.1:{port}"
     wait_http_ok(f"{endpoint}/_health", timeout_s=_LAKEFS_START_TIMEOUT_S, process=proc, log_path=log_path)
     region = LakeFSRegion(

@@ -1,0 +1,112 @@
+"""Tables of the mirrors database (SQLAlchemy Core), portable between SQLite and PostgreSQL.
+
+Uniqueness that must hold across regions (one mirror name and one storage namespace per destination)
+is enforced by the database's own constraints, so two regions racing to create never both win.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    CheckConstraint,
+    Column,
+    DateTime,
+    Dialect,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.types import TypeDecorator
+
+from .models import MirrorState
+
+__all__ = ["metadata", "mirror_branches", "mirrors", "validated_ranges"]
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC in and out; SQLite has no time zones, so it stores naive UTC."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: the mirrors database needs timezone-aware times")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+metadata = MetaData(
+    naming_convention={
+        "pk": "pk_%(table_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s",
+        "ix": "ix_%(table_name)s_%(column_0_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+    }
+)
+
+_STATES = ", ".join(f"'{s.value}'" for s in MirrorState)
+
+mirrors = Table(
+    "mirrors",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("organization_id", String(128), nullable=False),
+    Column("source_region", String(128), nullable=False),
+    Column("source_repository", String(63), nullable=False),
+    Column("name", String(63), nullable=False),
+    Column("destination_region", String(128), nullable=False),
+    Column("storage_id", String(128), nullable=False, default=""),
+    Column("storage_namespace", String(1024), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("message", Text, nullable=False, default=""),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    # Bumped by every state change; set_state compares it to detect a concurrent writer.
+    Column("generation", Integer, nullable=False),
+    UniqueConstraint("destination_region", "name", name="uq_mirrors_destination_name"),
+    UniqueConstraint("destination_region", "storage_id", "storage_namespace", name="uq_mirrors_destination_namespace"),
+    CheckConstraint(f"state IN ({_STATES})", name="state"),
+    CheckConstraint("generation >= 1", name="generation"),
+)
+Index("ix_mirrors_source_repository", mirrors.c.source_repository, mirrors.c.id)
+
+mirror_branches = Table(
+    "mirror_branches",
+    metadata,
+    Column("mirror_id", String(64), ForeignKey("mirrors.id", ondelete="CASCADE"), primary_key=True),
+    Column("branch", String(255), primary_key=True),
+    Column("source_commit_id", String(128), nullable=True),
+    Column("source_commit_time", UTCDateTime, nullable=True),
+    Column("mirrored_commit_id", String(128), nullable=True),
+    Column("promoted_at", UTCDateTime, nullable=True),
+    Column("lag_seconds", Float, nullable=True),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+validated_ranges = Table(
+    "validated_ranges",
+    metadata,
+    # validation_namespace(): destination region, storage id and storage namespace URI.
+    Column("namespace", String(1400), primary_key=True),
+    Column("range_id", String(128), primary_key=True),
+    Column("validated_at", UTCDateTime, nullable=False),
+)

@@ -1,0 +1,50 @@
+"""Fixtures for the mirrors database tests: a real PostgreSQL server and a fresh database per test.
+
+A missing PostgreSQL or a failed start makes the tests error with the server's reason; nothing skips.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lakefs_mirror_dagster.devenv.postgres import PostgresServer
+from lakefs_mirror_dagster.mirrors import MirrorStore
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    """One throwaway PostgreSQL (fsync off) for the whole session."""
+    server = PostgresServer.start(Path(tmp_path_factory.mktemp("mirrors-postgres")), durable=False, stop_at_exit=True)
+    try:
+        yield server
+    finally:
+        server.stop(remove_data=True)
+
+
+@pytest.fixture
+def pg_url(pg_server: PostgresServer) -> Iterator[str]:
+    """URL of a brand-new, empty database on the session server, dropped after the test."""
+    name = f"t_{uuid.uuid4().hex[:20]}"
+    url = pg_server.make_database(name)
+    try:
+        yield url
+    finally:
+        pg_server.drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The same tests against a SQLite file and against the real PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'mirrors.db'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[MirrorStore]:
+    with MirrorStore(db_url) as opened:
+        yield opened
