@@ -118,6 +118,12 @@ def _mirrors_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(args.state_dir, keep=args.keep)
+
+
 def _sst_cat(args: argparse.Namespace) -> int:
     from .graveler.render import format_sst
 
@@ -170,6 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
     lst = mirrors_sub.add_parser("list", help="mirror definitions (all regions)")
     lst.add_argument("--repository", help="only mirrors of this source repository")
     lst.set_defaults(func=_mirrors_list)
+
+    demo = sub.add_parser("demo", help="two local regions, a sample repository, a mirror converging")
+    demo.add_argument("--state-dir", type=Path, default=None, help="where the demo's servers keep their data")
+    demo.add_argument("--keep", action="store_true", help="leave the servers running afterwards")
+    demo.set_defaults(func=lambda a: _run_demo(a))
 
     sst = sub.add_parser("sst", help="lakeFS range and metarange files")
     sst_sub = sst.add_subparsers(dest="sst_command", required=True)
