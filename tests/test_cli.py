@@ -1,0 +1,59 @@
+"""The command line as a user types it: `sst cat` on lakeFS's own files, clear errors on bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.replication.conftest import config_path, service_for  # noqa: F401  (fixtures)
+
+from lakefs_mirror_dagster.cli import main
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "lakefs-sstables"
+RANGE_ID = "a83af763ba098c15369d9d6d723731eb9ce18b8dfac4f88c6f1287e772393d0e"
+
+
+def test_sst_cat_prints_records_and_recomputed_id(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sst", "cat", str(FIXTURES / "range.sst"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["type"] == "ranges" and doc["range_id"] == RANGE_ID
+    assert [r["key"] for r in doc["records"]] == ["a/b/c/no", "a/b/c/yes"]
+    assert main(["sst", "cat", str(FIXTURES / "metarange.sst")]) == 0
+    assert RANGE_ID in capsys.readouterr().out
+
+
+def test_sst_cat_on_a_corrupt_file_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.sst"
+    data = bytearray((FIXTURES / "range.sst").read_bytes())
+    data[100] ^= 0xFF
+    bad.write_bytes(bytes(data))
+    assert main(["sst", "cat", str(bad)]) == 2
+    assert "checksum" in capsys.readouterr().err.lower()
+
+
+def test_bad_config_names_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("region: r1\norganization_id: o\nregional_endpoint: http://127.0.0.1:1\nlistn_address: x\n")
+    assert main(["--config", str(cfg), "sync", "--once"]) == 2
+    assert "listn_address" in capsys.readouterr().err
+
+
+def test_sync_prints_each_ref(lakefs_env, config_path, service_for, unique_name, capsys) -> None:
+    svc_a = service_for("region-a")
+    src = svc_a.client("region-a")
+    repo, name = unique_name("cli"), unique_name("mirror")
+    src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
+    src.upload_object(repo, "main", "x", b"x")
+    src.commit(repo, "main", "x")
+    svc_a.create_mirror(
+        source_repository=repo,
+        name=name,
+        region="region-b",
+        storage_namespace=lakefs_env.region("region-b").namespace_for(name),
+    )
+    assert main(["--config", str(config_path("region-b")), "sync", "--once", "--mirror", name]) == 0
+    out = capsys.readouterr().out
+    assert f"mirror {name} <- {repo}" in out and "main" in out and "created" in out
+    assert main(["--config", str(config_path("region-b")), "sync", "--once", "--mirror", "nope"]) == 2
