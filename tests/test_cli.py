@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.replication.conftest import config_path, service_for  # noqa: F401  (fixtures)
 
 from lakefs_mirror_dagster.cli import main
 
@@ -38,22 +37,3 @@ def test_bad_config_names_the_field(tmp_path: Path, capsys: pytest.CaptureFixtur
     cfg.write_text("region: r1\norganization_id: o\nregional_endpoint: http://127.0.0.1:1\nlistn_address: x\n")
     assert main(["--config", str(cfg), "sync", "--once"]) == 2
     assert "listn_address" in capsys.readouterr().err
-
-
-def test_sync_prints_each_ref(lakefs_env, config_path, service_for, unique_name, capsys) -> None:
-    svc_a = service_for("region-a")
-    src = svc_a.client("region-a")
-    repo, name = unique_name("cli"), unique_name("mirror")
-    src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
-    src.upload_object(repo, "main", "x", b"x")
-    src.commit(repo, "main", "x")
-    svc_a.create_mirror(
-        source_repository=repo,
-        name=name,
-        region="region-b",
-        storage_namespace=lakefs_env.region("region-b").namespace_for(name),
-    )
-    assert main(["--config", str(config_path("region-b")), "sync", "--once", "--mirror", name]) == 0
-    out = capsys.readouterr().out
-    assert f"mirror {name} <- {repo}" in out and "main" in out and "created" in out
-    assert main(["--config", str(config_path("region-b")), "sync", "--once", "--mirror", "nope"]) == 2

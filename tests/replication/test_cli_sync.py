@@ -1,0 +1,24 @@
+"""`lakefs-mirror sync` as an operator runs it: one line per ref, a clear error for an unknown mirror."""
+
+from __future__ import annotations
+
+from lakefs_mirror_dagster.cli import main
+
+
+def test_sync_prints_each_ref(lakefs_env, config_path, service_for, unique_name, capsys) -> None:
+    svc_a = service_for("region-a")
+    src = svc_a.client("region-a")
+    repo, name = unique_name("cli"), unique_name("mirror")
+    src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
+    src.upload_object(repo, "main", "x", b"x")
+    src.commit(repo, "main", "x")
+    svc_a.create_mirror(
+        source_repository=repo,
+        name=name,
+        region="region-b",
+        storage_namespace=lakefs_env.region("region-b").namespace_for(name),
+    )
+    assert main(["--config", str(config_path("region-b")), "sync", "--once", "--mirror", name]) == 0
+    out = capsys.readouterr().out
+    assert f"mirror {name} <- {repo}" in out and "main" in out and "created" in out
+    assert main(["--config", str(config_path("region-b")), "sync", "--once", "--mirror", "nope"]) == 2
