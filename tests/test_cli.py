@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-
 from lakefs_mirror_dagster.cli import main
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "lakefs-sstables"
