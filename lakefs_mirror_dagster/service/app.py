@@ -1,0 +1,362 @@
+"""The mirror management REST API of the reference (``/service/replication/v1``), as a FastAPI app.
+
+Every route authenticates the caller against the source region's lakeFS, checks the reference's RBAC
+actions, and maps the service layer's exceptions to one status each with a JSON ``{"message": ...}``.
+Route functions are plain ``def``: they call blocking code and FastAPI runs them in its thread pool.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Query, Request, Response
+from fastapi import Path as PathParam
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPBasic, HTTPBasicCredentials
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..config import ConfigError
+from ..lakefs import LakeFSBadRequest, LakeFSError, LakeFSNotFound, LakeFSUnauthorized, LakeFSUnavailable
+from ..mirrors import (
+    ConcurrentUpdate,
+    InvalidMirrorSpec,
+    InvalidStateTransition,
+    Mirror,
+    MirrorExists,
+    MirrorNotFound,
+    MirrorsDatabaseError,
+    MirrorState,
+    NamespaceInUse,
+)
+from ..replication import ReplicationError, ReplicationService
+from . import rbac
+from .auth import Authenticator, Identity, lakefs_verifier
+from .models import REPOSITORY_NAME, ErrorBody, MirrorBody, MirrorCreation, MirrorList
+
+__all__ = ["API_PREFIX", "ApiError", "create_app", "mirror_json", "openapi_document", "write_openapi"]
+
+log = logging.getLogger(__name__)
+
+API_PREFIX = "/service/replication/v1"
+REALM = 'Basic realm="lakefs-mirror", charset="UTF-8"'
+
+
+class ApiError(Exception):
+    """An error answer: HTTP status and the message the caller sees."""
+
+    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = dict(headers or {})
+
+
+@dataclass
+class _State:
+    service: ReplicationService
+    authenticator: Authenticator
+    policies: rbac.PolicySet
+
+
+def mirror_json(service: ReplicationService, mirror: Mirror) -> dict[str, Any]:
+    """A mirror as the API shows it: the stored definition plus each branch's mirrored commit and lag."""
+    body = mirror.as_dict()
+    body["branches"] = [
+        {
+            "branch": b.branch,
+            "mirrored_commit_id": b.mirrored_commit_id,
+            "source_commit_id": b.source_commit_id,
+            "lag_seconds": b.lag_seconds,
+            "promoted_at": b.promoted_at.isoformat() if b.promoted_at else None,
+        }
+        for b in service.mirrors.get_branches(mirror.id)
+    ]
+    return body
+
+
+def _error_response(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"message": message}, status_code=status, headers=dict(headers or {}))
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    """One line naming every bad field, e.g. ``body.name: String should match pattern ...``."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ()))
+        if err.get("type") == "json_invalid":
+            parts.append(f"malformed JSON body: {err.get('ctx', {}).get('error', 'cannot parse')}")
+        elif err.get("type") == "missing":
+            parts.append(f"{loc}: required field is missing")
+        else:
+            parts.append(f"{loc}: {err.get('msg', 'invalid')} (got {err.get('input')!r})")
+    return "invalid request: " + "; ".join(parts) if parts else "invalid request"
+
+
+def _map_service_error(exc: Exception) -> ApiError:
+    """The one status per service-layer outcome (see the module docstring)."""
+    msg = str(exc)
+    if isinstance(exc, LakeFSNotFound):
+        return ApiError(404, msg)
+    if isinstance(exc, ConfigError | InvalidMirrorSpec | LakeFSBadRequest):
+        return ApiError(400, msg)
+    if isinstance(exc, NamespaceInUse | MirrorExists | ReplicationError | ConcurrentUpdate | InvalidStateTransition):
+        return ApiError(409, msg)
+    if isinstance(exc, MirrorNotFound):
+        return ApiError(404, msg)
+    if isinstance(exc, LakeFSUnavailable | MirrorsDatabaseError):
+        return ApiError(503, msg)
+    if isinstance(exc, LakeFSError):
+        return ApiError(502, msg)
+    raise exc
+
+
+_basic = HTTPBasic(auto_error=False, realm="lakefs-mirror", description="lakeFS access key id and secret")
+
+
+def _state(request: Request) -> _State:
+    state: _State | None = getattr(request.app.state, "api", None)
+    if state is None:  # an app built only to render the OpenAPI document
+        raise ApiError(503, "this app has no replication service")
+    return state
+
+
+def _identity(request: Request, credentials: Annotated[HTTPBasicCredentials | None, Depends(_basic)]) -> Identity:
+    """Authenticate with the source region's lakeFS (401 with a Basic challenge otherwise)."""
+    if credentials is None:
+        raise ApiError(401, "authentication required: HTTP Basic with a lakeFS access key", {"WWW-Authenticate": REALM})
+    state = _state(request)
+    try:
+        return state.authenticator.authenticate(credentials.username, credentials.password)
+    except LakeFSUnauthorized:
+        raise ApiError(401, "invalid lakeFS credentials", {"WWW-Authenticate": REALM}) from None
+    except LakeFSUnavailable as exc:
+        raise ApiError(503, f"cannot check credentials: {exc}") from None
+    except LakeFSError as exc:
+        log.info("credential check for key %s failed: %s", credentials.username, exc)
+        raise ApiError(401, "credentials were not accepted by lakeFS", {"WWW-Authenticate": REALM}) from None
+
+
+def _authorize(state: _State, who: Identity, required: Sequence[rbac.Permission]) -> None:
+    missing = state.policies.missing(required, user_id=who.user_id, access_key_id=who.access_key_id)
+    if missing is not None:
+        raise ApiError(403, f"user {who.user_id} is not allowed {missing.action} on {missing.resource}")
+
+
+RepoParam = Annotated[str, PathParam(pattern=REPOSITORY_NAME, description="Source repository")]
+MirrorIdParam = Annotated[str, PathParam(min_length=1, max_length=64, description="Mirror id")]
+Who = Annotated[Identity, Depends(_identity)]
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody, "description": text}
+    for code, text in {
+        400: "Bad request",
+        401: "Unauthorized",
+        403: "Forbidden",
+        404: "Not found",
+        409: "Conflict",
+        503: "Unavailable",
+    }.items()
+}
+
+
+def _mirror_of(state: _State, repo: str, mirror_id: str) -> Mirror:
+    try:
+        mirror = state.service.mirrors.get_mirror(mirror_id)
+    except MirrorNotFound:
+        mirror = None
+    except MirrorsDatabaseError as exc:
+        raise _map_service_error(exc) from None
+    if mirror is None or mirror.source_repository != repo or mirror.source_region != state.service.config.region:
+        raise ApiError(404, f"repository {repo} has no mirror {mirror_id!r}")
+    return mirror
+
+
+def _build(state: _State | None) -> FastAPI:
+    app = FastAPI(
+        title="lakefs-mirror replication service",
+        version="1",
+        description="Create, list, inspect and delete mirrors of lakeFS repositories (the reference's REST API).",
+        openapi_url="/service/replication/v1/openapi.json",
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.api = state
+
+    @app.exception_handler(ApiError)
+    def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return _error_response(exc.status, exc.message, exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return _error_response(400, _validation_message(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error_response(exc.status_code, str(exc.detail), exc.headers)
+
+    @app.exception_handler(Exception)
+    def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error")
+        return _error_response(500, f"internal error: {type(exc).__name__}")
+
+    @app.get("/_health", tags=["health"], summary="Liveness (no authentication)")
+    def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.post(
+        f"{API_PREFIX}/repositories/{{repo}}/mirrors",
+        status_code=201,
+        response_model=MirrorBody,
+        responses=ERRORS,
+        tags=["mirrors"],
+        summary="Create a mirror of a source repository in another region",
+    )
+    def create_mirror(repo: RepoParam, body: MirrorCreation, who: Who, request: Request) -> dict[str, Any]:
+        st = _state(request)
+        _authorize(st, who, rbac.create_mirror_permissions(repo, body.name, body.storage_namespace))
+        if body.region == st.service.config.region:
+            raise ApiError(400, f"region {body.region!r} is the source region; a mirror lives in another region")
+        try:
+            mirror = st.service.create_mirror(
+                source_repository=repo,
+                name=body.name,
+                region=body.region,
+                storage_namespace=body.storage_namespace,
+                storage_id=body.storage_id,
+            )
+        except (LakeFSError, ConfigError, MirrorsDatabaseError, ReplicationError) as exc:
+            raise _map_service_error(exc) from None
+        log.info("user %s created mirror %s (%s -> %s/%s)", who.user_id, mirror.id, repo, body.region, body.name)
+        return mirror_json(st.service, mirror)
+
+    @app.get(
+        f"{API_PREFIX}/repositories/{{repo}}/mirrors",
+        response_model=MirrorList,
+        responses=ERRORS,
+        tags=["mirrors"],
+        summary="List a repository's mirrors, one page at a time",
+    )
+    def list_mirrors(
+        repo: RepoParam,
+        who: Who,
+        request: Request,
+        after: Annotated[str | None, Query(max_length=64, description="next_offset of the previous page")] = None,
+        amount: Annotated[
+            int | None, Query(ge=1, le=10_000, description="Page size (at most the configured one)")
+        ] = None,
+    ) -> dict[str, Any]:
+        st = _state(request)
+        _authorize(st, who, rbac.list_mirrors_permissions())
+        page_size = min(st.service.config.list_mirrors_page_size, amount or 10_000, 10_000)
+        try:
+            page = st.service.mirrors.list_mirrors(
+                source_repository=repo,
+                source_region=st.service.config.region,
+                page_size=page_size,
+                after=after or None,
+            )
+            results = [mirror_json(st.service, m) for m in page.mirrors]
+        except MirrorsDatabaseError as exc:
+            raise _map_service_error(exc) from None
+        return {
+            "pagination": {
+                "has_more": page.next_after is not None,
+                "next_offset": page.next_after or "",
+                "results": len(results),
+                "max_per_page": page_size,
+            },
+            "results": results,
+        }
+
+    @app.get(
+        f"{API_PREFIX}/repositories/{{repo}}/mirrors/{{mirror_id}}",
+        response_model=MirrorBody,
+        responses=ERRORS,
+        tags=["mirrors"],
+        summary="Get one mirror with its state and per-branch progress",
+    )
+    def get_mirror(repo: RepoParam, mirror_id: MirrorIdParam, who: Who, request: Request) -> dict[str, Any]:
+        st = _state(request)
+        _authorize(st, who, rbac.list_mirrors_permissions())
+        mirror = _mirror_of(st, repo, mirror_id)
+        try:
+            return mirror_json(st.service, mirror)
+        except MirrorsDatabaseError as exc:
+            raise _map_service_error(exc) from None
+
+    @app.delete(
+        f"{API_PREFIX}/repositories/{{repo}}/mirrors/{{mirror_id}}",
+        status_code=204,
+        response_class=Response,
+        responses=ERRORS,
+        tags=["mirrors"],
+        summary="Delete a mirror (the mirrors manager then removes its repository)",
+    )
+    def delete_mirror(repo: RepoParam, mirror_id: MirrorIdParam, who: Who, request: Request) -> Response:
+        st = _state(request)
+        mirror = _mirror_of(st, repo, mirror_id)
+        _authorize(st, who, rbac.delete_mirror_permissions(mirror.name))
+        if mirror.state not in (MirrorState.DELETING, MirrorState.DELETED):
+            try:
+                st.service.mirrors.set_state(mirror.id, MirrorState.DELETING, f"deleted by {who.user_id}", None)
+            except MirrorsDatabaseError as exc:
+                raise _map_service_error(exc) from None
+            log.info("user %s deleted mirror %s", who.user_id, mirror.id)
+        return Response(status_code=204)
+
+    original_openapi = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        """FastAPI's document without its 422 answers: this API reports bad input as 400."""
+        if app.openapi_schema is None:
+            doc = original_openapi()
+            for operations in doc.get("paths", {}).values():
+                for operation in operations.values():
+                    operation.get("responses", {}).pop("422", None)
+            schemas = doc.get("components", {}).get("schemas", {})
+            for unused in ("HTTPValidationError", "ValidationError"):
+                schemas.pop(unused, None)
+            app.openapi_schema = doc
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app
+
+
+def create_app(
+    service: ReplicationService,
+    *,
+    policies: Sequence[Mapping[str, Any]] | None = None,
+    user_policies: Mapping[str, Sequence[str]] | None = None,
+    verify: Callable[[str, str], str] | None = None,
+) -> FastAPI:
+    """The API for ``service``'s region; RBAC is off unless ``policies`` are given (see ``rbac.PolicySet``).
+
+    ``verify(key, secret) -> user id`` defaults to asking the source region's lakeFS (``whoami``).
+    """
+    cache = service.config.auth.cache
+    authenticator = Authenticator(
+        verify or lakefs_verifier(service.config.endpoint_for(service.config.region)),
+        cache_enabled=cache.enabled,
+        cache_size=cache.size,
+        ttl_s=cache.ttl.total_seconds(),
+    )
+    return _build(_State(service, authenticator, rbac.PolicySet(policies, user_policies)))
+
+
+def openapi_document() -> dict[str, Any]:
+    """The API's OpenAPI document (built without a service: nothing is contacted)."""
+    return _build(None).openapi()
+
+
+def write_openapi(path: str | Path) -> Path:
+    """Write the OpenAPI document as stable, indented JSON (committed as docs/openapi.json)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(openapi_document(), indent=2, sort_keys=True) + "\n")
+    return target

@@ -1,0 +1,76 @@
+"""Request and response bodies of the mirror API (they also make up the published OpenAPI document)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "REPOSITORY_NAME",
+    "STORAGE_NAMESPACE",
+    "ErrorBody",
+    "MirrorBody",
+    "MirrorBranchBody",
+    "MirrorCreation",
+    "MirrorList",
+    "Pagination",
+]
+
+# lakeFS's own repository name rule, and the namespace schemes lakeFS accepts.
+REPOSITORY_NAME = r"^[a-z0-9][a-z0-9-]{2,62}$"
+STORAGE_NAMESPACE = r"^(s3|gs|https?|mem|local|transient)://.+$"
+
+
+class MirrorCreation(BaseModel):
+    """Body of ``POST .../mirrors``, as in the reference's curl example (``storage_id`` is optional)."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    name: str = Field(pattern=REPOSITORY_NAME, description="Name of the read-only mirror repository")
+    region: str = Field(min_length=1, max_length=128, description="Destination region")
+    storage_namespace: str = Field(
+        pattern=STORAGE_NAMESPACE, max_length=1024, description="Mirror storage namespace at the destination"
+    )
+    storage_id: str = Field(default="", max_length=128, description="Destination store id (multi-store)")
+
+
+class MirrorBranchBody(BaseModel):
+    branch: str
+    mirrored_commit_id: str | None
+    source_commit_id: str | None
+    lag_seconds: float | None
+    promoted_at: str | None
+
+
+class MirrorBody(BaseModel):
+    id: str
+    organization_id: str
+    source_region: str
+    source_repository: str
+    name: str
+    region: str
+    storage_namespace: str
+    storage_id: str
+    state: str = Field(description="pending, creating, active, deleting, deleted or failed")
+    message: str
+    created_at: str
+    updated_at: str
+    generation: int
+    branches: list[MirrorBranchBody]
+
+
+class Pagination(BaseModel):
+    """lakeFS's pagination object: pass ``next_offset`` as ``after`` while ``has_more``."""
+
+    has_more: bool
+    next_offset: str
+    results: int
+    max_per_page: int
+
+
+class MirrorList(BaseModel):
+    pagination: Pagination
+    results: list[MirrorBody]
+
+
+class ErrorBody(BaseModel):
+    message: str
