@@ -124,6 +124,54 @@ def _run_demo(args: argparse.Namespace) -> int:
     return run_demo(args.state_dir, keep=args.keep)
 
 
+def _mirrors_get(args: argparse.Namespace) -> int:
+    service = _load_service(args)
+    try:
+        mirror = service.mirrors.get_mirror(args.mirror_id)
+        doc = mirror.as_dict()
+        doc["branches"] = [vars(b) for b in service.mirrors.get_branches(mirror.id)]
+    finally:
+        service.close()
+    print(json.dumps(doc, indent=2, default=str))
+    return 0
+
+
+def _mirrors_delete(args: argparse.Namespace) -> int:
+    from .mirrors import MirrorState
+
+    service = _load_service(args)
+    try:
+        mirror = service.mirrors.set_state(args.mirror_id, MirrorState.DELETING, "deleted by CLI", None)
+    finally:
+        service.close()
+    print(f"mirror {mirror.name} ({mirror.id}) is being deleted; its region removes the repository on its next pass")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .replication import ReplicationService
+    from .service import load_policies, serve
+
+    config = load_config(args.config)
+    policies, users = load_policies(args.policies) if args.policies else (None, None)
+    service = ReplicationService(config)
+    try:
+        serve(service, args.listen or config.listen_address, policies=policies, user_policies=users)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        service.close()
+    return 0
+
+
+def _openapi(args: argparse.Namespace) -> int:
+    from .service import write_openapi
+
+    print(write_openapi(args.path))
+    return 0
+
+
 def _sst_cat(args: argparse.Namespace) -> int:
     from .graveler.render import format_sst
 
@@ -176,6 +224,20 @@ def build_parser() -> argparse.ArgumentParser:
     lst = mirrors_sub.add_parser("list", help="mirror definitions (all regions)")
     lst.add_argument("--repository", help="only mirrors of this source repository")
     lst.set_defaults(func=_mirrors_list)
+    get = mirrors_sub.add_parser("get", help="one mirror with its branches' state")
+    get.add_argument("mirror_id")
+    get.set_defaults(func=_mirrors_get)
+    delete = mirrors_sub.add_parser("delete", help="delete a mirror (its repository is removed by its region)")
+    delete.add_argument("mirror_id")
+    delete.set_defaults(func=_mirrors_delete)
+
+    serve = sub.add_parser("serve", help="the mirror management REST API (/service/replication/v1/...)")
+    serve.add_argument("--listen", help="HOST:PORT (default: listen_address from the config)")
+    serve.add_argument("--policies", type=Path, help="RBAC policies file (YAML/JSON); none: every user allowed")
+    serve.set_defaults(func=_serve)
+    openapi = sub.add_parser("openapi", help="write the REST API's OpenAPI document")
+    openapi.add_argument("path", nargs="?", default="docs/openapi.json")
+    openapi.set_defaults(func=_openapi)
 
     demo = sub.add_parser("demo", help="two local regions, a sample repository, a mirror converging")
     demo.add_argument("--state-dir", type=Path, default=None, help="where the demo's servers keep their data")

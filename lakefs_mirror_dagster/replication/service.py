@@ -192,10 +192,26 @@ class ReplicationService:
             raise
         return self.mirrors.set_state(mirror.id, MirrorState.ACTIVE, "", None)
 
+    def retire(self, mirror: Mirror) -> None:
+        """Finish deleting a mirror: remove its read-only repository (force) in this region, then its record."""
+        client = self.client(mirror.destination_region)
+        try:
+            repo = client.get_repository(mirror.name)
+        except LakeFSNotFound:
+            repo = None
+        if repo is not None:
+            if not repo.read_only or repo.storage_namespace.rstrip("/") != mirror.storage_namespace.rstrip("/"):
+                raise ReplicationError(f"repository {mirror.name} is not this mirror's; not deleting it")
+            client.delete_repository(mirror.name, force=True)
+        self.mirrors.delete_mirror(mirror.id)
+
     def sync(self, *, name: str | None = None, branches: list[str] | None = None) -> list[MirrorSyncResult]:
-        """One pass over this region's active (or pending) mirrors; records each branch's state."""
+        """One pass over this region's mirrors: retire deleted ones, sync the others, record branch states."""
         results = []
         for mirror in self.my_mirrors(name=name):
+            if mirror.state == MirrorState.DELETING:
+                self.retire(mirror)
+                continue
             if mirror.state not in (MirrorState.PENDING, MirrorState.CREATING, MirrorState.ACTIVE):
                 continue
             mirror = self.activate(mirror)
