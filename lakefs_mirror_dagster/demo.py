@@ -6,10 +6,14 @@ SQLite file. The servers are stopped at the end unless ``--keep`` is given.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .config import load_config
 from .devenv import DEFAULT_REGIONS, Environment, cache_dir, environment_up
@@ -83,6 +87,31 @@ def _summary(src: LakeFSClient, dst: LakeFSClient) -> tuple[str, bool]:
     return "\n".join([header, *rows]), ok
 
 
+def _create_mirror_through_api(service: ReplicationService, env: Environment) -> dict[str, Any]:
+    """POST the mirror to the source region's replication API, as the reference's curl command does."""
+    from .devenv.processes import free_port
+    from .service import create_app
+    from .service.server import running_server
+
+    region = env.region(SOURCE)
+    body = {
+        "name": MIRROR,
+        "region": MIRROR_REGION,
+        "storage_namespace": env.region(MIRROR_REGION).namespace_for(MIRROR),
+    }
+    token = base64.b64encode(f"{region.access_key_id}:{region.secret_access_key}".encode()).decode()
+    with running_server(create_app(service), "127.0.0.1", free_port()) as url:
+        request = urllib.request.Request(
+            f"{url}/service/replication/v1/repositories/{REPO}/mirrors",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json", "Authorization": f"Basic {token}"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            created: dict[str, Any] = json.loads(response.read())
+    return created
+
+
 def run_demo(state_dir: Path | None = None, *, keep: bool = False) -> int:
     """Run the whole demo; returns 0 when every ref of the mirror matches the source."""
     state_dir = state_dir or cache_dir() / "demo"
@@ -98,13 +127,11 @@ def run_demo(state_dir: Path | None = None, *, keep: bool = False) -> int:
         src.create_repository(REPO, env.region(SOURCE).namespace_for(REPO))
         _populate(src)
         _say(f"[demo] created repository {REPO} in {SOURCE}: branches main, dev, experiment; tags v1.0, v1.1")
-        mirror = source_svc.create_mirror(
-            source_repository=REPO,
-            name=MIRROR,
-            region=MIRROR_REGION,
-            storage_namespace=env.region(MIRROR_REGION).namespace_for(MIRROR),
+        mirror = _create_mirror_through_api(source_svc, env)
+        _say(
+            f"[demo] created mirror {mirror['name']} (id {mirror['id']}) in {MIRROR_REGION} through the REST API; "
+            "replicating"
         )
-        _say(f"[demo] created mirror {mirror.name} (id {mirror.id}) in {MIRROR_REGION}; replicating")
         t0 = time.monotonic()
         results = _converge(lambda: mirror_svc.sync(name=MIRROR))
         _say(f"[demo] mirror converged in {time.monotonic() - t0:.1f}s")
