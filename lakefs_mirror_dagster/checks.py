@@ -1,0 +1,69 @@
+"""The blocking ``ranges_validated`` check: a branch is promoted only after it passed.
+
+The check is emitted by the branch-heads asset itself, *before* promotion: a failed result is followed
+by a step failure and no materialization, so neither the mirror branch nor the event log ever claims a
+commit that was not completely present at the destination.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import dagster as dg
+
+from .replication.validation import RangeValidation
+
+__all__ = ["MAX_REPORTED_MISSING", "RANGES_VALIDATED", "ranges_validated_result", "ranges_validated_spec"]
+
+RANGES_VALIDATED = "ranges_validated"
+#: How many missing objects a failed check lists in its metadata.
+MAX_REPORTED_MISSING = 20
+
+
+def ranges_validated_spec(asset_key: dg.AssetKey) -> dg.AssetCheckSpec:
+    return dg.AssetCheckSpec(
+        RANGES_VALIDATED,
+        asset=asset_key,
+        blocking=True,
+        description=(
+            "Every range of the target commit, and every object those ranges name, is present at the "
+            "destination with the recorded size (validated on Spark). A failure leaves the branch unpromoted."
+        ),
+    )
+
+
+def ranges_validated_result(
+    *,
+    branch: str,
+    target: str,
+    error: str | None,
+    failures: Sequence[RangeValidation],
+    ranges_validated: int,
+) -> dg.AssetCheckResult:
+    """The check's outcome for one branch promotion attempt; lists the first missing objects."""
+    missing: list[str] = []
+    for failure in failures:
+        if failure.error:
+            missing.append(failure.error)
+        missing.extend(failure.missing)
+        if failure.strict_full_addresses:
+            missing.extend(f"{a} (full address, refused by strict_full_addresses)" for a in failure.full_addresses)
+    metadata: dict[str, Any] = {
+        "branch": branch,
+        "target_commit_id": target,
+        "ranges_validated": ranges_validated,
+        "failed_ranges": len(failures),
+        "missing_objects": sum(f.missing_count for f in failures),
+    }
+    if missing:
+        metadata["first_missing"] = dg.MetadataValue.json(missing[:MAX_REPORTED_MISSING])
+    if error:
+        metadata["error"] = dg.MetadataValue.text(error)
+    return dg.AssetCheckResult(
+        check_name=RANGES_VALIDATED,
+        passed=error is None,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata=metadata,
+        description=None if error is None else f"branch {branch} not promoted to {target}: {error}",
+    )

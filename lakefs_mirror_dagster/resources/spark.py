@@ -1,0 +1,76 @@
+"""``SparkValidatorResource``: validates replicated ranges on Spark before a branch is promoted."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import dagster as dg
+from dagster_pyspark import LazyPySparkResource
+from pydantic import Field
+
+from ..config import SparkConfig
+from ..mirrors import Mirror
+from ..replication import ReplicationService
+from ..replication.service import store_settings
+from ..spark_validation import SparkRangeValidator
+
+__all__ = ["SparkValidatorResource", "spark_session_config"]
+
+_LOCAL_DEFAULTS = {
+    # Local mode stays on loopback and starts no web UI.
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.ui.enabled": "false",
+}
+
+
+def spark_session_config(spark: SparkConfig, *, app_name: str = "lakefs-mirror-validation") -> dict[str, str]:
+    """Session settings from the replication config's ``spark`` section (``conf`` wins over defaults)."""
+    conf: dict[str, str] = {"spark.master": spark.master, "spark.app.name": app_name}
+    if spark.master.startswith("local"):
+        conf.update(_LOCAL_DEFAULTS)
+    conf.update({str(k): str(v) for k, v in spark.conf.items()})
+    return conf
+
+
+class SparkValidatorResource(dg.ConfigurableResource):
+    """Hands the engine a ``RangeValidator`` that runs ``validate_range`` in Spark tasks.
+
+    The session comes from ``LazyPySparkResource``, so it starts on the first validation, never when
+    definitions load or a sensor ticks.
+    """
+
+    pyspark: LazyPySparkResource
+    num_workers: int = Field(default=3, ge=1, description="Spark partitions the range IDs are spread over.")
+
+    def validator_for(self, service: ReplicationService, mirror: Mirror) -> SparkRangeValidator:
+        """A fresh validator for ``mirror``'s destination store and namespace."""
+        config = service.config
+        settings = store_settings(
+            config.store_by_id(mirror.storage_id),
+            multipart_threshold=config.transfer.multipart_threshold,
+            multipart_chunk_size=config.transfer.multipart_chunk_size,
+        )
+        return SparkRangeValidator(
+            self.session(),
+            settings,
+            mirror.storage_namespace,
+            strict_full_addresses=config.transfer.strict_full_addresses,
+            num_partitions=self.num_workers,
+        )
+
+    def session(self) -> Any:
+        # Python workers must import this package: run them with this interpreter unless told otherwise.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        return self.pyspark.spark_session
+
+    @classmethod
+    def from_config(
+        cls, spark: SparkConfig, num_workers: int, extra: Mapping[str, str] | None = None
+    ) -> SparkValidatorResource:
+        """Built from the replication config's ``spark`` and ``validator.num_workers``."""
+        conf = {**spark_session_config(spark), **(extra or {})}
+        return cls(pyspark=LazyPySparkResource(spark_config=conf), num_workers=num_workers)

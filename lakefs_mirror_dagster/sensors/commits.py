@@ -1,0 +1,158 @@
+"""Per-mirror commit sensor: finds branches whose source head differs from the mirror and requests runs.
+
+Each tick compares the source repository's branches with the mirror's (both paginated listings), adds
+new branch partitions, requests one run per branch that differs, and removes partitions of branches that
+exist on neither side. Run keys are ``<mirror>/<branch>/<source head>@<mirror head>``: the same state
+never launches two runs (a commit that fails validation is not retried every tick), and any change of
+either head, including a mirror branch moved by a concurrent run, gets a fresh run. A tick stops after
+``max_requests`` run requests or ``budget_seconds``; the cursor then says where the next tick resumes.
+"""
+
+import json
+import time
+from dataclasses import dataclass, field
+
+import dagster as dg
+
+from ..assets import branch_partitions, branch_partitions_name
+from ..lakefs import LakeFSNotFound
+from ..mirrors import Mirror, MirrorState
+from ..replication import ReplicationService
+from ..resources import ReplicationResource
+
+__all__ = ["BranchScan", "build_commit_sensor", "commit_sensor_name", "run_key", "scan_branches"]
+
+MAX_REQUESTS_PER_TICK = 200
+TICK_BUDGET_SECONDS = 40.0
+MAX_PARTITION_DELETES_PER_TICK = 500
+
+
+def commit_sensor_name(mirror: str) -> str:
+    return f"lakefs_mirror_{mirror.replace('-', '_')}_commits"
+
+
+def run_key(mirror: str, branch: str, source_head: str | None, mirror_head: str | None) -> str:
+    return f"{mirror}/{branch}/{source_head or 'deleted'}@{mirror_head or 'none'}"
+
+
+@dataclass
+class BranchScan:
+    """What one tick decided: runs to request, partitions to add or delete, and where to resume."""
+
+    requests: list[dg.RunRequest] = field(default_factory=list)
+    add: list[str] = field(default_factory=list)
+    delete: list[str] = field(default_factory=list)
+    resume_after: str = ""
+    scanned: int = 0
+
+
+def scan_branches(
+    service: ReplicationService,
+    mirror: Mirror,
+    *,
+    known_partitions: set[str],
+    after: str = "",
+    max_requests: int = MAX_REQUESTS_PER_TICK,
+    budget_seconds: float = TICK_BUDGET_SECONDS,
+) -> BranchScan:
+    """Compare source and mirror branch heads for names after ``after`` (sorted), within the limits."""
+    deadline = time.monotonic() + budget_seconds
+    page = service.config.commit_sensor.list_branch_page_size
+    src = {
+        r.id: r.commit_id
+        for r in service.client(mirror.source_region).list_branches(mirror.source_repository, page_size=page)
+    }
+    try:
+        dst = {
+            r.id: r.commit_id
+            for r in service.client(mirror.destination_region).list_branches(mirror.name, page_size=page)
+        }
+    except LakeFSNotFound:
+        dst = {}
+    scan = BranchScan()
+    for name in sorted(set(src) | set(dst)):
+        if name <= after:
+            continue
+        if len(scan.requests) >= max_requests or time.monotonic() > deadline:
+            scan.resume_after = _last_scanned(scan, after)
+            break
+        scan.scanned += 1
+        source_head, mirror_head = src.get(name), dst.get(name)
+        scan.resume_after = name
+        if name not in known_partitions:
+            scan.add.append(name)
+        if source_head != mirror_head:
+            scan.requests.append(
+                dg.RunRequest(
+                    partition_key=name,
+                    run_key=run_key(mirror.name, name, source_head, mirror_head),
+                    tags={"lakefs_mirror/mirror": mirror.name, "lakefs_mirror/branch": name},
+                )
+            )
+            if source_head is not None:
+                service.mirrors.record_branch(mirror.id, name, source_commit_id=source_head)
+    else:
+        scan.resume_after = ""  # a full pass: start from the first branch next tick
+    gone = sorted(known_partitions - set(src) - set(dst))
+    scan.delete = gone[:MAX_PARTITION_DELETES_PER_TICK]
+    return scan
+
+
+def _last_scanned(scan: BranchScan, after: str) -> str:
+    return scan.resume_after or after
+
+
+def build_commit_sensor(
+    mirror: str,
+    target: dg.AssetsDefinition,
+    *,
+    interval_seconds: int,
+    max_requests: int = MAX_REQUESTS_PER_TICK,
+    budget_seconds: float = TICK_BUDGET_SECONDS,
+) -> dg.SensorDefinition:
+    """The commit sensor of one mirror, running by default so a new mirror replicates without a click."""
+    partitions = branch_partitions(mirror)
+
+    @dg.sensor(
+        name=commit_sensor_name(mirror),
+        target=[target],
+        minimum_interval_seconds=interval_seconds,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=f"Requests a run for every branch of mirror {mirror} whose source head moved.",
+    )
+    def commit_sensor(context: dg.SensorEvaluationContext, replication: ReplicationResource) -> dg.SensorResult:
+        service = replication.service()
+        found = next(service.my_mirrors(name=mirror), None)
+        if found is None or found.state != MirrorState.ACTIVE:
+            state = "gone" if found is None else found.state.value
+            return dg.SensorResult(skip_reason=f"mirror {mirror} is {state}", cursor=context.cursor)
+        after = json.loads(context.cursor).get("after", "") if context.cursor else ""
+        known = set(context.instance.get_dynamic_partitions(branch_partitions_name(mirror)))
+        scan = scan_branches(
+            service,
+            found,
+            known_partitions=known,
+            after=after,
+            max_requests=max_requests,
+            budget_seconds=budget_seconds,
+        )
+        dynamic: list[dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest] = []
+        if scan.add:
+            dynamic.append(partitions.build_add_request(scan.add))
+        if scan.delete:
+            dynamic.append(partitions.build_delete_request(scan.delete))
+        cursor = json.dumps({"after": scan.resume_after})
+        context.log.info(
+            f"{mirror}: scanned {scan.scanned} branch(es), {len(scan.requests)} run(s) requested, "
+            f"{len(scan.add)} partition(s) added, {len(scan.delete)} removed"
+            + (f", resuming after {scan.resume_after!r}" if scan.resume_after else "")
+        )
+        if not scan.requests:
+            return dg.SensorResult(
+                skip_reason=f"{mirror}: every scanned branch is in sync",
+                dynamic_partitions_requests=dynamic,
+                cursor=cursor,
+            )
+        return dg.SensorResult(run_requests=scan.requests, dynamic_partitions_requests=dynamic, cursor=cursor)
+
+    return commit_sensor

@@ -1,0 +1,112 @@
+"""Fixtures for the Dagster layer: a real Dagster instance, real lakeFS regions, Spark in local mode."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import yaml
+
+from lakefs_mirror_dagster.config import ReplicationConfig, load_config
+from lakefs_mirror_dagster.definitions import build_definitions
+from lakefs_mirror_dagster.devenv import Environment
+from lakefs_mirror_dagster.lakefs import LakeFSClient
+from lakefs_mirror_dagster.mirrors import Mirror
+from lakefs_mirror_dagster.replication import ReplicationService
+from tests.replication.conftest import config_path, content, service_for
+
+__all__ = ["MirrorCase", "config_path", "service_for"]
+
+# Spark's Python workers must import this package: run them with the test interpreter. Set before any
+# SparkContext starts (the session fixture and the validator resource share one session).
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+@dataclass
+class MirrorCase:
+    """A source repository in region-a and its (pending) mirror in region-b."""
+
+    repo: str
+    mirror: Mirror
+    src: LakeFSClient
+    dst: LakeFSClient
+    src_service: ReplicationService
+    service: ReplicationService
+    config: ReplicationConfig
+    config_path: Path
+
+    def definitions(self, **kwargs: object) -> dg.Definitions:
+        """This mirror's definitions, as the code location builds them (no code-location reloads)."""
+        return build_definitions(
+            [self.mirror.name], config=self.config, config_path=str(self.config_path), reload=None, **kwargs
+        )
+
+    def commit(self, branch: str, files: dict[str, int], message: str) -> str:
+        for key, size in files.items():
+            self.src.upload_object(self.repo, branch, key, content(key, size))
+        return self.src.commit(self.repo, branch, message).id
+
+
+@pytest.fixture
+def instance() -> Iterator[dg.DagsterInstance]:
+    with dg.instance_for_test() as inst:
+        yield inst
+
+
+@pytest.fixture
+def mirror_case(
+    lakefs_env: Environment,
+    service_for: Callable[[str], ReplicationService],
+    config_path: Callable[[str], Path],
+    unique_name: Callable[[str], str],
+    spark: object,
+) -> MirrorCase:
+    """A repository with one commit on ``main``, mirrored from region-a (MinIO) to region-b (local)."""
+    src_svc, dst_svc = service_for("region-a"), service_for("region-b")
+    src = src_svc.client("region-a")
+    repo, name = unique_name("repo"), unique_name("mirror")
+    src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
+    mirror = src_svc.create_mirror(
+        source_repository=repo,
+        name=name,
+        region="region-b",
+        storage_namespace=lakefs_env.region("region-b").namespace_for(name),
+    )
+    path = config_path("region-b")
+    case = MirrorCase(repo, mirror, src, dst_svc.client("region-b"), src_svc, dst_svc, load_config(path, env={}), path)
+    case.commit("main", {f"tables/t/part-{i}.parquet": 100 + i for i in range(3)}, "first")
+    return case
+
+
+@pytest.fixture
+def isolated_regions(
+    config_path: Callable[[str], Path], tmp_path: Path
+) -> Iterator[tuple[Callable[[str], Path], Callable[[str], ReplicationService]]]:
+    """Region configs sharing a mirrors database of their own, so code locations built from them see
+    only this test's mirrors (not those other tests left active). Returns (config path, service)."""
+    database = {"type": "sqlite", "sqlite": {"path": str(tmp_path / "mirrors.db")}}
+    paths: dict[str, Path] = {}
+    services: dict[str, ReplicationService] = {}
+
+    def path(region: str) -> Path:
+        if region not in paths:
+            raw = yaml.safe_load(config_path(region).read_text())
+            raw["mirrors_database"] = database
+            paths[region] = tmp_path / f"replication-{region}.yaml"
+            paths[region].write_text(yaml.safe_dump(raw))
+            paths[region].chmod(0o600)
+        return paths[region]
+
+    def service(region: str) -> ReplicationService:
+        if region not in services:
+            services[region] = ReplicationService(load_config(path(region), env={}))
+        return services[region]
+
+    yield path, service
+    for s in services.values():
+        s.close()

@@ -1,0 +1,150 @@
+"""The code location loads without servers, without network, and rebuilds run workers from metadata."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import yaml
+from dagster._core.definitions.definitions_load_context import DefinitionsLoadContext, DefinitionsLoadType
+from dagster._core.definitions.metadata.metadata_value import CodeLocationReconstructionMetadataValue
+from dagster._core.definitions.repository_definition import RepositoryLoadData
+
+from lakefs_mirror_dagster.definitions import MIRRORS_METADATA_KEY, defs
+from lakefs_mirror_dagster.mirrors import MirrorState, MirrorStore
+from lakefs_mirror_dagster.sensors import MANAGER_SENSOR_NAME, commit_sensor_name, find_reload_target
+
+
+def _write_config(tmp_path: Path) -> tuple[Path, str]:
+    """A region config whose lakeFS endpoints are unreachable, with a SQLite mirrors database."""
+    db = tmp_path / "mirrors.db"
+    config = {
+        "region": "here",
+        "organization_id": "org",
+        "regional_endpoint": "http://127.0.0.1:9",
+        "dst_endpoints": {"there": "http://127.0.0.1:9"},
+        "mirrors_database": {"type": "sqlite", "sqlite": {"path": str(db)}},
+        "blockstore": {"type": "local", "local": {"path": str(tmp_path / "data")}},
+        "auth": {"encrypt": {"secret_key": "x"}},
+        "lakefs": {"access_key_id": "AKIAEXAMPLE", "secret_access_key": "secret-never-logged"},
+        "commit_sensor": {"process_branches_duration": "7s"},
+    }
+    path = tmp_path / "replication.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path, f"sqlite:///{db}"
+
+
+def _add_mirror(url: str, name: str, state: MirrorState) -> None:
+    with MirrorStore(url) as store:
+        store.create_mirror(
+            organization_id="org",
+            source_region="there",
+            source_repository="source-repo",
+            name=name,
+            destination_region="here",
+            storage_namespace=f"local://mirrors/{name}",
+            state=state,
+        )
+
+
+def _names(d: dg.Definitions) -> tuple[set[str], set[str]]:
+    return {k.path[1] for k in d.resolve_all_asset_keys()}, {s.name for s in d.sensors or []}
+
+
+def test_without_a_config_only_the_manager_sensor_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LAKEFS_MIRROR_CONFIG", raising=False)
+    monkeypatch.delenv("REPLICATION_CONFIG", raising=False)
+    loaded = defs()
+    dg.Definitions.validate_loadable(loaded)
+    assert _names(loaded) == (set(), {MANAGER_SENSOR_NAME})
+
+
+def test_active_mirrors_load_from_the_database_with_the_network_blocked(tmp_path: Path) -> None:
+    path, url = _write_config(tmp_path)
+    _add_mirror(url, "mirror-one", MirrorState.ACTIVE)
+    _add_mirror(url, "mirror-pending", MirrorState.PENDING)
+    script = textwrap.dedent(
+        """
+        import json, socket, sys
+        def refuse(*args, **kwargs):
+            raise AssertionError(f"network access during load: {args}")
+        socket.socket.connect = refuse
+        socket.socket.connect_ex = refuse
+        socket.create_connection = refuse
+        import dagster as dg
+        from lakefs_mirror_dagster.definitions import defs
+        loaded = defs()
+        dg.Definitions.validate_loadable(loaded)
+        sensors = {s.name: s.minimum_interval_seconds for s in loaded.sensors}
+        print(json.dumps({"assets": [k.path for k in loaded.resolve_all_asset_keys()], "sensors": sensors}))
+        """
+    )
+    env = {"LAKEFS_MIRROR_CONFIG": str(path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    # Only the active mirror gets an asset and a commit sensor, at the configured interval.
+    assert out["assets"] == [["lakefs_mirror", "mirror-one", "branch_heads"]]
+    assert out["sensors"] == {commit_sensor_name("mirror-one"): 7, MANAGER_SENSOR_NAME: 20}
+    assert "secret-never-logged" not in done.stdout + done.stderr
+
+
+def test_run_workers_rebuild_the_mirrors_they_were_planned_with(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reconstruction (a run worker) uses the stored mirror list and never reads the database."""
+    monkeypatch.setenv("LAKEFS_MIRROR_CONFIG", "/nonexistent/replication.yaml")
+    stored = {MIRRORS_METADATA_KEY: CodeLocationReconstructionMetadataValue(json.dumps(["abc", "def-mirror"]))}
+    context = DefinitionsLoadContext(
+        DefinitionsLoadType.RECONSTRUCTION, RepositoryLoadData(cacheable_asset_data={}, reconstruction_metadata=stored)
+    )
+    with DefinitionsLoadContext.scoped(context):
+        loaded = defs()
+    assets, sensors = _names(loaded)
+    assert assets == {"abc", "def-mirror"}
+    assert sensors == {commit_sensor_name("abc"), commit_sensor_name("def-mirror"), MANAGER_SENSOR_NAME}
+
+
+def test_a_missing_config_is_reported_by_the_manager_sensor(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAKEFS_MIRROR_CONFIG", "/nonexistent/replication.yaml")
+    loaded = defs()
+    assert _names(loaded) == (set(), {MANAGER_SENSOR_NAME})
+    sensor = loaded.resolve_sensor_def(MANAGER_SENSOR_NAME)
+    with (
+        dg.instance_for_test() as instance,
+        dg.build_sensor_context(instance=instance, resources=loaded.resources) as context,
+        pytest.raises(Exception, match=r"replication config /nonexistent/replication.yaml does not exist"),
+    ):
+        sensor(context)
+
+
+def test_reload_target_is_the_webserver_or_the_parent_code_server() -> None:
+    url = find_reload_target({"LAKEFS_MIRROR_DAGSTER_URL": "http://127.0.0.1:3000/"})
+    assert url is not None and url.graphql_url == "http://127.0.0.1:3000/graphql"
+    fake = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time; time.sleep(30)",
+            "code-server",
+            "start",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "4321",
+        ]
+    )
+    try:
+        time.sleep(0.2)
+        target = find_reload_target({}, ppid=fake.pid)
+        assert target is not None and (target.host, target.port, target.socket) == ("localhost", 4321, None)
+    finally:
+        fake.kill()
+        fake.wait(timeout=10)
+    # An ordinary parent (pytest's own) is not a code server.
+    assert find_reload_target({}, ppid=os.getpid()) is None
