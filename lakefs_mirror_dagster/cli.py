@@ -148,6 +148,22 @@ def _mirrors_delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def _status(args: argparse.Namespace) -> int:
+    """Per mirror and branch: mirror head, lag and the last promotions, from the Dagster event log."""
+    import dagster as dg
+
+    from .history import status_report
+
+    service = _load_service(args)
+    try:
+        with dg.DagsterInstance.get() as instance:
+            report = status_report(instance, service, recent=args.recent, mirror=args.mirror)
+    finally:
+        service.close()
+    print(json.dumps([m.as_dict() for m in report], indent=2, default=str))
+    return 0
+
+
 def _serve(args: argparse.Namespace) -> int:
     from .config import load_config
     from .replication import ReplicationService
@@ -230,6 +246,11 @@ def build_parser() -> argparse.ArgumentParser:
     delete = mirrors_sub.add_parser("delete", help="delete a mirror (its repository is removed by its region)")
     delete.add_argument("mirror_id")
     delete.set_defaults(func=_mirrors_delete)
+
+    status = sub.add_parser("status", help="mirror heads, lag and recent promotions (Dagster event log)")
+    status.add_argument("--mirror", help="only this mirror")
+    status.add_argument("--recent", type=int, default=5, help="how many promotions per branch")
+    status.set_defaults(func=_status)
 
     serve = sub.add_parser("serve", help="the mirror management REST API (/service/replication/v1/...)")
     serve.add_argument("--listen", help="HOST:PORT (default: listen_address from the config)")
