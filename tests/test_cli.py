@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from lakefs_mirror_dagster.cli import main
+from tests.shared_fixtures import SSTABLE_FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "lakefs-sstables"
+FIXTURES = SSTABLE_FIXTURES
 RANGE_ID = "a83af763ba098c15369d9d6d723731eb9ce18b8dfac4f88c6f1287e772393d0e"
 
 

@@ -487,9 +487,7 @@ def test_env_can_replace_blockstore_with_blockstores_json_and_index_into_stores(
     }
     with pytest.raises(ConfigError, match="mutually exclusive"):
         load_config(config_file, env=env)  # the file still has blockstore
-    text = config_file.read_text().replace(
-        "blockstore:\n  type: local\n  local:\n    path: /srv/lakefs/block\n", ""
-    )
+    text = config_file.read_text().replace("blockstore:\n  type: local\n  local:\n    path: /srv/lakefs/block\n", "")
     config = load_config(write_yaml(config_file, text), env=env)
     assert [s.id for s in config.stores] == ["a", "b"]
     assert config.store_by_id("b").s3.endpoint == "http://127.0.0.1:9000"
@@ -587,9 +585,7 @@ def test_missing_lakefs_credentials_names_the_regions() -> None:
     assert "us-east-1, us-west-2" in str(err)
     # Per-region credentials for every region are an alternative.
     creds = {"access_key_id": "A", "secret_access_key": "S"}
-    config = parse_config(
-        without(minimal(region_credentials={"us-east-1": creds, "us-west-2": creds}), "lakefs")
-    )
+    config = parse_config(without(minimal(region_credentials={"us-east-1": creds, "us-west-2": creds}), "lakefs"))
     assert config.credentials_for("us-west-2") == ("A", "S")
 
 
@@ -708,9 +704,7 @@ def test_yaml_problems(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"not valid YAML at line 2"):
         load_config(write_yaml(tmp_path / "bad.yaml", "region: x\n  organization_id: [\n"), env={})
     with pytest.raises(ConfigError, match="duplicate key 'blockstore'"):
-        load_config(
-            write_yaml(tmp_path / "dup.yaml", "blockstore: {type: s3}\nblockstore: {type: local}\n"), env={}
-        )
+        load_config(write_yaml(tmp_path / "dup.yaml", "blockstore: {type: s3}\nblockstore: {type: local}\n"), env={})
     with pytest.raises(ConfigError, match="must hold a mapping"):
         load_config(write_yaml(tmp_path / "list.yaml", "- a\n- b\n"), env={})
 
@@ -883,9 +877,7 @@ def test_secret_type_behaviour() -> None:
 
 def test_errors_about_secret_values_do_not_echo_them() -> None:
     err = error_of(
-        minimal(
-            mirrors_database={"type": "postgres", "postgres": {"connection_string": "mysql://u:Sekr1t@h/db"}}
-        )
+        minimal(mirrors_database={"type": "postgres", "postgres": {"connection_string": "mysql://u:Sekr1t@h/db"}})
     )
     assert err.path == "mirrors_database.postgres.connection_string"
     assert "Sekr1t" not in str(err)

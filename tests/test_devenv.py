@@ -14,12 +14,7 @@ from lakefs_mirror_dagster.devenv.processes import pid_alive
 
 def test_up_status_down_leaves_no_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     state = tmp_path / "env"
-    assert (
-        main(
-            ["devenv", "up", "--state-dir", str(state), "--region", "one", "--region", "two=s3:m1", "--json"]
-        )
-        == 0
-    )
+    assert main(["devenv", "up", "--state-dir", str(state), "--region", "one", "--region", "two=s3:m1", "--json"]) == 0
     described = json.loads(capsys.readouterr().out)
     assert set(described["regions"]) == {"one", "two"}
     assert described["regions"]["two"]["namespace_root"] == "s3://two"

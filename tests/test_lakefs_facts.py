@@ -70,10 +70,7 @@ def test_commit_ids_recompute_and_range_files_download(client_for, region_a, uni
     c = client.commit(repo, "main", "first", metadata={"k": "v"})
 
     # The commit ID is a pure function of the record's fields (lakefs-internals §1.5).
-    assert (
-        commit_id(c.committer, c.message, c.metarange_id, c.creation_date, c.metadata, list(c.parents))
-        == c.id
-    )
+    assert commit_id(c.committer, c.message, c.metarange_id, c.creation_date, c.metadata, list(c.parents)) == c.id
 
     metarange = client.get_metadata_object(repo, "meta_range", c.metarange_id)
     assert metarange[-8:] == RANGE_MAGIC

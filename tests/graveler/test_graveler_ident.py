@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,9 @@ from lakefs_mirror_dagster.graveler import (
     entry_identity_legacy,
     iter_entries,
 )
+from tests.shared_fixtures import SSTABLE_FIXTURES
 
-FIXTURES = Path("/work/shared/fixtures/lakefs-sstables")
+FIXTURES = SSTABLE_FIXTURES
 
 
 def test_commit_id_matches_lakefs_unit_test_vector() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 
 import pytest
 
@@ -23,6 +22,7 @@ from lakefs_mirror_dagster.graveler import (
     iter_tags,
     verify_range_file,
 )
+from tests.shared_fixtures import SSTABLE_FIXTURES
 
 from .sstable_writer import (
     WriterOptions,
@@ -33,7 +33,7 @@ from .sstable_writer import (
     write_lakefs_file,
 )
 
-FIXTURES = Path("/work/shared/fixtures/lakefs-sstables")
+FIXTURES = SSTABLE_FIXTURES
 RANGE_ID = "a83af763ba098c15369d9d6d723731eb9ce18b8dfac4f88c6f1287e772393d0e"
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from lakefs_mirror_dagster.graveler import (
@@ -26,10 +24,11 @@ from lakefs_mirror_dagster.graveler import (
     iter_range_refs,
     split_value,
 )
+from tests.shared_fixtures import SSTABLE_FIXTURES
 
 from .sstable_writer import _pb_len, _pb_varint, encode_entry, encode_range_data, lakefs_value
 
-FIXTURES = Path("/work/shared/fixtures/lakefs-sstables")
+FIXTURES = SSTABLE_FIXTURES
 
 
 # --- varints -------------------------------------------------------------------------------------

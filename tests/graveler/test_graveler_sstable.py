@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import pytest
 
 from lakefs_mirror_dagster.graveler import SSTable, SSTableError
 from lakefs_mirror_dagster.graveler.sstable import mask_crc
+from tests.shared_fixtures import SSTABLE_FIXTURES
 
 from .sstable_writer import WriterOptions, fake_entry_records, masked_crc, write_lakefs_file, write_sstable
 
-FIXTURES = Path("/work/shared/fixtures/lakefs-sstables")
+FIXTURES = SSTABLE_FIXTURES
 
 
 def _fixture(name: str) -> bytes:
