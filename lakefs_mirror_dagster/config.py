@@ -264,9 +264,7 @@ def parse_byte_size(value: str | int) -> int:
         return value
     match = _SIZE_RE.fullmatch(value.strip())
     if not match:
-        raise ValueError(
-            f"invalid byte size {value!r}: expected an integer or a size such as '64MiB' or '16MB'"
-        )
+        raise ValueError(f"invalid byte size {value!r}: expected an integer or a size such as '64MiB' or '16MB'")
     number, unit = match.group(1), match.group(2).lower()
     if unit in ("k", "m", "g", "t"):
         raise ValueError(
@@ -367,8 +365,7 @@ def _region_name(value: str) -> str:
         raise ValueError("must not be empty")
     if not _REGION_RE.match(value):
         raise ValueError(
-            f"invalid region name {value!r}: use letters, digits, '.', '_' and '-', "
-            "starting with a letter or digit"
+            f"invalid region name {value!r}: use letters, digits, '.', '_' and '-', starting with a letter or digit"
         )
     return value
 
@@ -403,9 +400,7 @@ _SSE_VALUES = ("", "AES256", "aws:kms", "aws:kms:dsse")
 
 def _s3_sse(value: str) -> str:
     if value not in _SSE_VALUES:
-        raise ValueError(
-            f"unsupported value {value!r}; expected one of: {', '.join(repr(v) for v in _SSE_VALUES)}"
-        )
+        raise ValueError(f"unsupported value {value!r}; expected one of: {', '.join(repr(v) for v in _SSE_VALUES)}")
     return value
 
 
@@ -725,9 +720,7 @@ class LoggingConfig:
 class CommitSensorConfig:
     """``commit_sensor``: how often and how widely source branches are scanned for new commits."""
 
-    process_branches_duration: timedelta = field(
-        default=timedelta(minutes=1), metadata=_meta(_positive_duration)
-    )
+    process_branches_duration: timedelta = field(default=timedelta(minutes=1), metadata=_meta(_positive_duration))
     branches_scanner_concurrency_limit: int = field(default=10, metadata=_meta(_at_least(1)))
     list_branch_page_size: int = field(default=1000, metadata=_meta(_at_least(1)))
     log_commit_page_size: int = field(default=1000, metadata=_meta(_at_least(1)))
@@ -748,12 +741,8 @@ class ValidatorConfig:
 
     run_interval: timedelta = field(default=timedelta(minutes=1), metadata=_meta(_positive_duration))
     num_workers: int = field(default=3, metadata=_meta(_at_least(1)))
-    cooldown_on_missing: timedelta = field(
-        default=timedelta(minutes=1), metadata=_meta(_at_least(timedelta(0)))
-    )
-    cooldown_on_error: timedelta = field(
-        default=timedelta(minutes=1), metadata=_meta(_at_least(timedelta(0)))
-    )
+    cooldown_on_missing: timedelta = field(default=timedelta(minutes=1), metadata=_meta(_at_least(timedelta(0))))
+    cooldown_on_error: timedelta = field(default=timedelta(minutes=1), metadata=_meta(_at_least(timedelta(0))))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -848,14 +837,10 @@ class ReplicationConfig:
         for section in ("region_credentials", "source_stores"):
             for key in getattr(self, section):
                 if key not in known:
-                    raise _FieldError(
-                        (section, key), f"unknown region{_suggest(key, known)}; {_known_text(known)}"
-                    )
+                    raise _FieldError((section, key), f"unknown region{_suggest(key, known)}; {_known_text(known)}")
         for region, creds in self.region_credentials.items():
             if not creds.is_set:
-                raise _FieldError(
-                    ("region_credentials", region), "must set access_key_id and secret_access_key"
-                )
+                raise _FieldError(("region_credentials", region), "must set access_key_id and secret_access_key")
         missing = [r for r in known if not self.lakefs.is_set and r not in self.region_credentials]
         if missing:
             raise _FieldError(
@@ -937,8 +922,7 @@ class ReplicationConfig:
                 path="blockstore",
             )
         raise ConfigError(
-            f"unknown storage id {storage_id!r}{_suggest(storage_id, ids)}; configured store ids: "
-            f"{', '.join(ids)}",
+            f"unknown storage id {storage_id!r}{_suggest(storage_id, ids)}; configured store ids: {', '.join(ids)}",
             path="blockstores.stores",
         )
 
@@ -946,8 +930,7 @@ class ReplicationConfig:
         """Direct read access to ``region``'s storage from ``source_stores``, else None (read via lakeFS)."""
         if region not in self.known_regions:
             raise ConfigError(
-                f"unknown region {region!r}{_suggest(region, self.known_regions)}; "
-                f"{_known_text(self.known_regions)}",
+                f"unknown region {region!r}{_suggest(region, self.known_regions)}; {_known_text(self.known_regions)}",
                 path="source_stores",
             )
         blockstore = self.source_stores.get(region)
@@ -1483,9 +1466,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
         key = loader.construct_object(key_node, deep=deep)
         if isinstance(key, typing.Hashable) and key in seen:
             mark = key_node.start_mark
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r} (line {mark.line + 1})", mark
-            )
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r} (line {mark.line + 1})", mark)
         seen.add(key)
     loader.flatten_mapping(node)
     return dict(loader.construct_pairs(node, deep=deep))

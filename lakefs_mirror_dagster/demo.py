@@ -17,7 +17,7 @@ from typing import Any
 
 from .config import load_config
 from .devenv import DEFAULT_REGIONS, Environment, cache_dir, environment_up
-from .devenv.environment import _stop_all
+from .devenv.environment import stop_environment
 from .lakefs import LakeFSClient
 from .replication import MirrorSyncResult, ReplicationService
 
@@ -199,5 +199,5 @@ def run_demo(state_dir: Path | None = None, *, keep: bool = False) -> int:
         return 0 if ok and read_only else 1
     finally:
         if not keep:
-            _stop_all(env)
+            stop_environment(env)
             _say("[demo] servers stopped")

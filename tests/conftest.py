@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from lakefs_mirror_dagster.devenv import Environment, LakeFSRegion, MinioInstance, RegionSpec, environment_up
-from lakefs_mirror_dagster.devenv.environment import _stop_all
+from lakefs_mirror_dagster.devenv.environment import stop_environment
 from lakefs_mirror_dagster.lakefs import LakeFSClient
 
 TEST_REGIONS = (
@@ -33,7 +33,7 @@ def lakefs_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Environment
     try:
         yield env
     finally:
-        _stop_all(env)
+        stop_environment(env)
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ from .environment import (
     environment_up,
     load_environment,
     parse_region_spec,
+    stop_environment,
 )
 from .processes import DevenvError
 from .servers import LakeFSRegion, MinioInstance, start_lakefs, start_minio
@@ -39,4 +40,5 @@ __all__ = [
     "parse_region_spec",
     "start_lakefs",
     "start_minio",
+    "stop_environment",
 ]

@@ -32,6 +32,7 @@ __all__ = [
     "environment_up",
     "load_environment",
     "parse_region_spec",
+    "stop_environment",
 ]
 
 STATE_FILE = "environment.json"
@@ -158,7 +159,7 @@ def environment_up(
             env.postgres = {"url": server.url, "pid": server.pid}
             env.save()
     except BaseException:
-        _stop_all(env)
+        stop_environment(env)
         raise
     env.save()
     from .replication_config import write_replication_configs
@@ -194,10 +195,11 @@ def environment_status(state_dir: Path | None = None) -> dict[str, Any]:
 def environment_down(state_dir: Path | None = None) -> list[int]:
     """Stop every process the state file records; returns the pids that were stopped."""
     env = load_environment(state_dir)
-    return _stop_all(env)
+    return stop_environment(env)
 
 
-def _stop_all(env: Environment) -> list[int]:
+def stop_environment(env: Environment) -> list[int]:
+    """Stop every process ``env`` records (lakeFS first); returns the pids that were stopped."""
     stopped = []
     postgres_pid = int(env.postgres["pid"]) if env.postgres else None
     # lakeFS first (it writes to MinIO), then MinIO and PostgreSQL (SIGINT: its fast shutdown mode).
