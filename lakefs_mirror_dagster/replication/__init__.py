@@ -3,6 +3,7 @@
 from .engine import (
     EngineSettings,
     MirrorEngine,
+    RangeTransferer,
     RangeValidator,
     ReplicationError,
     ValidatedCache,
@@ -18,6 +19,7 @@ __all__ = [
     "EngineSettings",
     "MirrorEngine",
     "MirrorSyncResult",
+    "RangeTransferer",
     "RangeValidation",
     "RangeValidator",
     "RefResult",

@@ -30,6 +30,7 @@ from .validation import MAX_REPORTED, RangeValidation, metadata_uri, read_metara
 __all__ = [
     "EngineSettings",
     "MirrorEngine",
+    "RangeTransferer",
     "RangeValidator",
     "ReplicationError",
     "ValidatedCache",
@@ -53,6 +54,10 @@ class ValidatedCache(Protocol):
 
 #: Validates a batch of range IDs at the destination: in-process threads, or Spark tasks.
 RangeValidator = Callable[[Sequence[str]], list[RangeValidation]]
+
+#: Copies the objects of a batch of new ranges (read at ``commit``) and then writes each range file whose
+#: objects all arrived; adds its counts and failures to the stats. In-process (the engine's pool) or Spark tasks.
+RangeTransferer = Callable[[Sequence[str], Commit, TransferStats], None]
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,7 @@ class MirrorEngine:
         validation_key: str | None = None,
         settings: EngineSettings | None = None,
         validator: RangeValidator | None = None,
+        transferer: RangeTransferer | None = None,
     ) -> None:
         self.source = source
         self.destination = destination
@@ -118,6 +124,7 @@ class MirrorEngine:
             workers=self.settings.validator_workers,
             strict=self.settings.strict_full_addresses,
         )
+        self.transferer: RangeTransferer = transferer or self.transfer_ranges
         self.planner = CommitPlanner(source.client, source.repository, destination, mirror_repo)
         self._pool = TransferPool(
             concurrency=self.settings.concurrency, on_result=lambda _result: failpoint("after_object_copy")
@@ -261,8 +268,8 @@ class MirrorEngine:
         new_ranges = [r for r in range_ids if r not in known]
         stats.ranges_skipped += len(range_ids) - len(new_ranges)
         failed_before = stats.failed_object_count
-        for range_id in new_ranges:
-            self._transfer_range(range_id, commit, stats)
+        if new_ranges:
+            self.transferer(new_ranges, commit, stats)
         if stats.failed_object_count > failed_before:
             examples = ", ".join(stats.failed_objects[:5])
             return [f"{stats.failed_object_count - failed_before} object(s) could not be copied, e.g. {examples}"]
@@ -284,6 +291,11 @@ class MirrorEngine:
             failpoint("before_mark_validated")
             self.validated.mark_ranges_validated(self.validation_key, [metarange_id])
         return errors
+
+    def transfer_ranges(self, range_ids: Sequence[str], commit: Commit, stats: TransferStats) -> None:
+        """The in-process ``RangeTransferer``: ranges one after another, objects on the engine's pool."""
+        for range_id in range_ids:
+            self._transfer_range(range_id, commit, stats)
 
     def _transfer_range(self, range_id: str, commit: Commit, stats: TransferStats) -> None:
         """Objects of one range, then the range file itself (only after its objects were copied)."""

@@ -15,7 +15,7 @@ from ..config import ReplicationConfig, Secret, StoreConfig
 from ..lakefs import LakeFSClient, LakeFSNotFound
 from ..mirrors import Mirror, MirrorState, MirrorStore, NamespaceInUse
 from ..storage import Blockstore, build_blockstore
-from .engine import EngineSettings, MirrorEngine, RangeValidator, ReplicationError
+from .engine import EngineSettings, MirrorEngine, RangeTransferer, RangeValidator, ReplicationError
 from .results import MirrorSyncResult
 from .source import RepositorySource
 
@@ -101,7 +101,13 @@ class ReplicationService:
             validator_workers=self.config.validator.num_workers,
         )
 
-    def engine_for(self, mirror: Mirror, *, validator: RangeValidator | None = None) -> MirrorEngine:
+    def engine_for(
+        self,
+        mirror: Mirror,
+        *,
+        validator: RangeValidator | None = None,
+        transferer: RangeTransferer | None = None,
+    ) -> MirrorEngine:
         """The engine that replicates ``mirror`` (run in the mirror's destination region)."""
         if mirror.destination_region != self.config.region:
             raise ReplicationError(
@@ -126,6 +132,7 @@ class ReplicationService:
             validation_key=mirror.validation_namespace,
             settings=self.engine_settings(),
             validator=validator,
+            transferer=transferer,
         )
 
     # ------------------------------------------------------------------ mirrors
