@@ -1,4 +1,4 @@
-"""Per-mirror commit sensor: finds branches whose source head differs from the mirror and requests runs.
+"""Per-mirror commit sensor: finds branches (and tags) that differ from the mirror and requests runs.
 
 Each tick compares the source repository's branches with the mirror's (both paginated listings), adds
 new branch partitions, requests one run per branch that differs, and removes partitions of branches that
@@ -6,6 +6,8 @@ exist on neither side. Run keys are ``<mirror>/<branch>/<source head>@<mirror he
 never launches two runs (a commit that fails validation is not retried every tick), and any change of
 either head, including a mirror branch moved by a concurrent run, gets a fresh run. A tick stops after
 ``max_requests`` run requests or ``budget_seconds``; the cursor then says where the next tick resumes.
+Tags are compared as a whole set each tick: when they differ, one run of the mirror's ``tags`` asset is
+requested, keyed ``<mirror>/tags/<source digest>@<mirror digest>``.
 """
 
 import json
@@ -14,13 +16,20 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
-from ..assets import branch_partitions, branch_partitions_name
+from ..assets import branch_partitions, branch_partitions_name, list_tags, mirror_asset_key, tags_asset_key, tags_digest
 from ..lakefs import LakeFSNotFound
 from ..mirrors import Mirror, MirrorState
 from ..replication import ReplicationService
 from ..resources import ReplicationResource
 
-__all__ = ["BranchScan", "build_commit_sensor", "commit_sensor_name", "run_key", "scan_branches"]
+__all__ = [
+    "BranchScan",
+    "build_commit_sensor",
+    "commit_sensor_name",
+    "run_key",
+    "scan_branches",
+    "tags_run_request",
+]
 
 MAX_REQUESTS_PER_TICK = 200
 TICK_BUDGET_SECONDS = 40.0
@@ -85,6 +94,7 @@ def scan_branches(
             scan.requests.append(
                 dg.RunRequest(
                     partition_key=name,
+                    asset_selection=[mirror_asset_key(mirror.name)],
                     run_key=run_key(mirror.name, name, source_head, mirror_head),
                     tags={"lakefs_mirror/mirror": mirror.name, "lakefs_mirror/branch": name},
                 )
@@ -98,6 +108,20 @@ def scan_branches(
     return scan
 
 
+def tags_run_request(service: ReplicationService, mirror: Mirror) -> dg.RunRequest | None:
+    """One run of the mirror's tags asset when its tag set differs from the source's, else None."""
+    page = service.config.commit_sensor.list_branch_page_size
+    source = tags_digest(list_tags(service.client(mirror.source_region), mirror.source_repository, page_size=page))
+    current = tags_digest(list_tags(service.client(mirror.destination_region), mirror.name, page_size=page))
+    if source == current:
+        return None
+    return dg.RunRequest(
+        asset_selection=[tags_asset_key(mirror.name)],
+        run_key=f"{mirror.name}/tags/{source}@{current}",
+        tags={"lakefs_mirror/mirror": mirror.name, "lakefs_mirror/tags": "all"},
+    )
+
+
 def _last_scanned(scan: BranchScan, after: str) -> str:
     return scan.resume_after or after
 
@@ -106,6 +130,7 @@ def build_commit_sensor(
     mirror: str,
     target: dg.AssetsDefinition,
     *,
+    tags_target: dg.AssetsDefinition | None = None,
     interval_seconds: int,
     max_requests: int = MAX_REQUESTS_PER_TICK,
     budget_seconds: float = TICK_BUDGET_SECONDS,
@@ -115,10 +140,10 @@ def build_commit_sensor(
 
     @dg.sensor(
         name=commit_sensor_name(mirror),
-        target=[target],
+        target=[target] + ([tags_target] if tags_target is not None else []),
         minimum_interval_seconds=interval_seconds,
         default_status=dg.DefaultSensorStatus.RUNNING,
-        description=f"Requests a run for every branch of mirror {mirror} whose source head moved.",
+        description=f"Requests a run for every branch of mirror {mirror} whose source head moved, and for its tags.",
     )
     def commit_sensor(context: dg.SensorEvaluationContext, replication: ReplicationResource) -> dg.SensorResult:
         service = replication.service()
@@ -141,15 +166,20 @@ def build_commit_sensor(
             dynamic.append(partitions.build_add_request(scan.add))
         if scan.delete:
             dynamic.append(partitions.build_delete_request(scan.delete))
+        if tags_target is not None:
+            tags_request = tags_run_request(service, found)
+            if tags_request is not None:
+                scan.requests.append(tags_request)
         cursor = json.dumps({"after": scan.resume_after})
         context.log.info(
             f"{mirror}: scanned {scan.scanned} branch(es), {len(scan.requests)} run(s) requested, "
             f"{len(scan.add)} partition(s) added, {len(scan.delete)} removed"
             + (f", resuming after {scan.resume_after!r}" if scan.resume_after else "")
+            + (", tags differ" if any(r.partition_key is None for r in scan.requests) else "")
         )
         if not scan.requests:
             return dg.SensorResult(
-                skip_reason=f"{mirror}: every scanned branch is in sync",
+                skip_reason=f"{mirror}: every scanned branch and the tags are in sync",
                 dynamic_partitions_requests=dynamic,
                 cursor=cursor,
             )

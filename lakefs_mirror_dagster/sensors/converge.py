@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
-from ..assets import build_branch_heads_asset
+from ..assets import build_branch_heads_asset, build_tags_asset, tags_asset_key
 from ..config import load_config
 from ..resources import resolve_config_path
 from .commits import commit_sensor_name
@@ -25,7 +25,7 @@ __all__ = ["ConvergeResult", "RunOutcome", "run_until_converged"]
 @dataclass(frozen=True)
 class RunOutcome:
     mirror: str
-    branch: str
+    branch: str  # "" for a run of the mirror's tags asset
     run_key: str
     run_id: str
     success: bool
@@ -51,13 +51,14 @@ def run_until_converged(
     config_path: str = "",
     max_rounds: int = 10,
     timeout_seconds: float = 600.0,
+    log_level: str = "DEBUG",
 ) -> ConvergeResult:
     """Tick every sensor, run what they request, repeat until a round requests nothing.
 
     ``defs``: fixed definitions, a factory called every round, or None to build them every round from
     the mirrors database of the config at ``config_path`` (so mirrors activated by the manager sensor
     join in the next round, as a code-location reload would do under the daemon). A requested run key is
-    executed once, like the daemon's run-key de-duplication.
+    executed once, like the daemon's run-key de-duplication. ``log_level`` is the runs' console log level.
     """
     if max_rounds < 1:
         raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
@@ -95,7 +96,7 @@ def run_until_converged(
                 if request.run_key:
                     seen_keys.add(request.run_key)
                 requested += 1
-                result.runs.append(_execute(instance, current, mirror, request))
+                result.runs.append(_execute(instance, current, mirror, request, log_level))
         if stable and requested == 0 and all(not _resuming(c) for c in cursors.values()):
             result.converged = True
             break
@@ -130,16 +131,20 @@ def _mirror_of(sensor_name: str, defs: dg.Definitions) -> str | None:
     return None
 
 
-def _execute(instance: dg.DagsterInstance, defs: dg.Definitions, mirror: str, request: dg.RunRequest) -> RunOutcome:
+def _execute(
+    instance: dg.DagsterInstance, defs: dg.Definitions, mirror: str, request: dg.RunRequest, log_level: str
+) -> RunOutcome:
     # The definitions' copy has their resources bound; a fresh one takes them from the call.
-    asset = build_branch_heads_asset(mirror)
-    branch = request.partition_key or ""
+    is_tags = request.asset_selection == [tags_asset_key(mirror)]
+    asset = build_tags_asset(mirror) if is_tags else build_branch_heads_asset(mirror)
+    branch = "" if is_tags else request.partition_key or ""
     run = dg.materialize(
         [asset],
         instance=instance,
-        partition_key=branch,
+        partition_key=branch or None,
         resources=dict(defs.resources or {}),
         tags={**request.tags, **({"dagster/run_key": request.run_key} if request.run_key else {})},
+        run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
         raise_on_error=False,
     )
     return RunOutcome(mirror, branch, request.run_key or "", run.run_id, run.success)

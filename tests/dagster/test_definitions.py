@@ -90,8 +90,11 @@ def test_active_mirrors_load_from_the_database_with_the_network_blocked(tmp_path
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    # Only the active mirror gets an asset and a commit sensor, at the configured interval.
-    assert out["assets"] == [["lakefs_mirror", "mirror-one", "branch_heads"]]
+    # Only the active mirror gets its assets and a commit sensor, at the configured interval.
+    assert sorted(out["assets"]) == [
+        ["lakefs_mirror", "mirror-one", "branch_heads"],
+        ["lakefs_mirror", "mirror-one", "tags"],
+    ]
     assert out["sensors"] == {commit_sensor_name("mirror-one"): 7, MANAGER_SENSOR_NAME: 20}
     assert "secret-never-logged" not in done.stdout + done.stderr
 
