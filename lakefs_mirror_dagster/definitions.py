@@ -4,7 +4,7 @@ Importing this module does no I/O at all. Loading the definitions (``defs()``, w
 the code server starts or reloads) reads the replication config file and lists this region's active
 mirrors from the mirrors database, tolerating failure of either: it then builds the manager sensor only,
 and that sensor reports the problem at its first tick. Each active mirror gets its ``branch_heads``
-asset and its commit sensor.
+and ``tags`` assets and its commit sensor.
 
 When a mirror is created or deleted at run time, the manager sensor notices that the active set differs
 from the one these definitions were built for and asks Dagster to reload the code location
@@ -67,15 +67,17 @@ def build_definitions(
     is what the replication resource reads at run time (empty: ``$LAKEFS_MIRROR_CONFIG``).
     ``track_mirrors=False`` stops the manager sensor from comparing the active set with ``mirrors``.
     """
-    from .assets import build_branch_heads_asset
+    from .assets import build_branch_heads_asset, build_tags_asset
+    from .jobs import refs_migration_job
 
     names = sorted(set(mirrors))
     commit_interval = config.commit_sensor.process_branches_duration if config else None
     manager_interval = config.mirrors_manager.process_mirrors_interval_duration if config else None
-    assets = [build_branch_heads_asset(name) for name in names]
+    branch_assets = [build_branch_heads_asset(name) for name in names]
+    tag_assets = [build_tags_asset(name) for name in names]
     sensors = [
-        build_commit_sensor(name, asset, interval_seconds=_seconds(commit_interval, 60))
-        for name, asset in zip(names, assets, strict=True)
+        build_commit_sensor(name, branches, tags_target=tags, interval_seconds=_seconds(commit_interval, 60))
+        for name, branches, tags in zip(names, branch_assets, tag_assets, strict=True)
     ]
     sensors.append(
         build_mirrors_manager_sensor(
@@ -87,7 +89,8 @@ def build_definitions(
     )
     validator = config.validator if config else ValidatorConfig()
     return dg.Definitions(
-        assets=assets,
+        assets=[*branch_assets, *tag_assets],
+        jobs=[refs_migration_job],
         sensors=sensors,
         resources={
             "replication": ReplicationResource(config_path=config_path),

@@ -11,7 +11,6 @@ import hashlib
 import json
 import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from .config import load_config
 from .devenv import DEFAULT_REGIONS, Environment, cache_dir, environment_up
 from .devenv.environment import stop_environment
 from .lakefs import LakeFSClient
-from .replication import MirrorSyncResult, ReplicationService
+from .replication import ReplicationService
 
 __all__ = ["run_demo"]
 
@@ -51,18 +50,6 @@ def _populate(client: LakeFSClient) -> None:
     client.merge(REPO, "dev", "main")
     client.create_tag(REPO, "v1.1", "main")
     client.create_branch(REPO, "experiment", "dev")
-
-
-def _converge(sync: Callable[[], list[MirrorSyncResult]], *, timeout_s: float = 120.0) -> list[MirrorSyncResult]:
-    deadline = time.monotonic() + timeout_s
-    for _ in range(100):
-        results = sync()
-        if results and all(r.ok and all(ref.action == "unchanged" for ref in r.refs) for r in results):
-            return results
-        if time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
-    raise RuntimeError("the mirror did not converge in time")
 
 
 def _summary(src: LakeFSClient, dst: LakeFSClient) -> tuple[str, bool]:
@@ -127,7 +114,9 @@ def _converge_with_dagster(state_dir: Path, config_path: Path) -> str:
     (home / "dagster.yaml").touch()
     os.environ["LAKEFS_MIRROR_CONFIG"] = str(config_path)
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        result = run_until_converged(instance, config_path=str(config_path), max_rounds=10, timeout_seconds=300)
+        result = run_until_converged(
+            instance, config_path=str(config_path), max_rounds=10, timeout_seconds=300, log_level="WARNING"
+        )
     if not result.converged or result.failed:
         raise RuntimeError(f"Dagster did not converge the mirror: {result}")
     return f"{len(result.runs)} partitioned run(s) in {result.rounds} sensor round(s)"
@@ -177,10 +166,6 @@ def run_demo(state_dir: Path | None = None, *, keep: bool = False) -> int:
         history = _history(Path(env.state_dir))
         if history:
             _say(history)
-        # The Dagster assets mirror branches; tags are mirrored by the engine's own pass (same code path).
-        tag_results = _converge(lambda: mirror_svc.sync(name=MIRROR))
-        tags = sum(1 for r in tag_results for ref in r.refs if ref.kind == "tag")
-        _say(f"[demo] {tags} tag(s) mirrored by the engine pass (`lakefs-mirror sync`)")
         table, ok = _summary(src, dst)
         _say(table)
         read_only = dst.get_repository(MIRROR).read_only
