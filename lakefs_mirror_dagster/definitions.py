@@ -22,8 +22,9 @@ from collections.abc import Callable, Iterable
 import dagster as dg
 from dagster._core.definitions.definitions_load_context import DefinitionsLoadContext, DefinitionsLoadType
 
-from .config import ReplicationConfig, SparkConfig, ValidatorConfig
+from .config import ConfigError, ReplicationConfig, SparkConfig, ValidatorConfig
 from .mirrors import MirrorState, MirrorStore
+from .replication.storages import check_mirror_stores
 from .resources import ReplicationResource, SparkValidatorResource, resolve_config_path
 from .sensors.commits import build_commit_sensor
 from .sensors.manager import build_mirrors_manager_sensor
@@ -38,17 +39,21 @@ MIRRORS_METADATA_KEY = "lakefs_mirror/active_mirrors"
 
 
 def discover_mirrors(config: ReplicationConfig) -> list[str]:
-    """Names of this region's active mirrors, read from the mirrors database (no lakeFS calls)."""
+    """Names of this region's active mirrors, read from the mirrors database (no lakeFS calls).
+
+    Raises ``ConfigError`` when one of them names a store the config no longer has.
+    """
     url = config.mirrors_database.sqlalchemy_url.render_as_string(hide_password=False)
     with MirrorStore(url, create_tables=False) as store:
-        return sorted(
-            m.name
-            for m in store.iter_mirrors(
+        active = list(
+            store.iter_mirrors(
                 destination_region=config.region,
                 states=[MirrorState.ACTIVE],
                 page_size=config.list_mirrors_page_size,
             )
         )
+    check_mirror_stores(config, active)
+    return sorted(m.name for m in active)
 
 
 def build_definitions(
@@ -135,6 +140,8 @@ def defs() -> dg.Definitions:
     elif config is not None:
         try:
             mirrors = discover_mirrors(config)
+        except ConfigError:
+            raise  # a mirror's store was removed: the location must not load without it (the UI shows why)
         except Exception as exc:
             log.warning("lakefs-mirror: mirrors database not readable (%s); no mirror assets loaded", exc)
     built = build_definitions(

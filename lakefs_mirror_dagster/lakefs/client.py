@@ -213,8 +213,9 @@ class LakeFSClient:
         *,
         metadata: dict[str, str] | None = None,
         force: bool = False,
+        allow_empty: bool = False,
     ) -> Commit:
-        body = lakefs_sdk.CommitCreation(message=message, metadata=metadata or {}, force=force)
+        body = lakefs_sdk.CommitCreation(message=message, metadata=metadata or {}, force=force, allow_empty=allow_empty)
         c = self.call(f"commit {repo}/{branch}", self.commits.commit, repo, branch, body, retry=False)
         return Commit.from_api(c)
 

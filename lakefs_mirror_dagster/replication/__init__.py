@@ -12,6 +12,7 @@ from .engine import (
 from .results import MirrorSyncResult, RefResult, TransferStats
 from .service import ReplicationService
 from .source import ApiObjectReader, RepositorySource
+from .storages import StorageDescription, check_mirror_stores, describe_storages
 from .validation import RangeValidation, metadata_uri, read_metarange, validate_range
 
 __all__ = [
@@ -26,8 +27,11 @@ __all__ = [
     "ReplicationError",
     "ReplicationService",
     "RepositorySource",
+    "StorageDescription",
     "TransferStats",
     "ValidatedCache",
+    "check_mirror_stores",
+    "describe_storages",
     "in_process_validator",
     "metadata_uri",
     "read_metarange",

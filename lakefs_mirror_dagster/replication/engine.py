@@ -109,8 +109,10 @@ class MirrorEngine:
         settings: EngineSettings | None = None,
         validator: RangeValidator | None = None,
         transferer: RangeTransferer | None = None,
+        destination_storage_id: str = "",
     ) -> None:
         self.source = source
+        self.dst_storage_id = destination_storage_id
         self.destination = destination
         self.mirror_repo = mirror_repo
         self.dst_store = destination_store
@@ -143,6 +145,7 @@ class MirrorEngine:
                 default_branch=source_repo.default_branch,
                 read_only=True,
                 bare=True,
+                storage_id=self.dst_storage_id,
             )
             return
         if not existing.read_only or existing.storage_namespace.rstrip("/") != self.dst_ns.rstrip("/"):

@@ -18,6 +18,7 @@ from ..storage import Blockstore, build_blockstore
 from .engine import EngineSettings, MirrorEngine, RangeTransferer, RangeValidator, ReplicationError
 from .results import MirrorSyncResult
 from .source import RepositorySource
+from .storages import check_mirror_stores
 
 __all__ = ["ReplicationService", "store_settings"]
 
@@ -127,9 +128,12 @@ class ReplicationService:
             destination=self.client(mirror.destination_region),
             mirror_repo=mirror.name,
             destination_store=self.destination_store(mirror.storage_id),
+            destination_storage_id=mirror.storage_id,
             destination_namespace=mirror.storage_namespace,
             validated=self.mirrors,
-            validation_key=mirror.validation_namespace,
+            # Strict validation trusts no range that was validated leniently: its own cache entries.
+            validation_key=mirror.validation_namespace
+            + ("#strict" if self.config.transfer.strict_full_addresses else ""),
             settings=self.engine_settings(),
             validator=validator,
             transferer=transferer,
@@ -180,6 +184,10 @@ class ReplicationService:
             storage_id=storage_id,
         )
 
+    def check_stores(self) -> None:
+        """Refuse to start when a mirror of this region names a store the config no longer has."""
+        check_mirror_stores(self.config, self.my_mirrors())
+
     def my_mirrors(self, *, name: str | None = None) -> Iterator[Mirror]:
         """Mirrors whose destination is this region (optionally only the one called ``name``)."""
         for mirror in self.mirrors.iter_mirrors(
@@ -214,6 +222,7 @@ class ReplicationService:
 
     def sync(self, *, name: str | None = None, branches: list[str] | None = None) -> list[MirrorSyncResult]:
         """One pass over this region's mirrors: retire deleted ones, sync the others, record branch states."""
+        self.check_stores()
         results = []
         for mirror in self.my_mirrors(name=name):
             if mirror.state == MirrorState.DELETING:

@@ -34,10 +34,10 @@ from ..mirrors import (
     MirrorState,
     NamespaceInUse,
 )
-from ..replication import ReplicationError, ReplicationService
+from ..replication import ReplicationError, ReplicationService, describe_storages
 from . import rbac
 from .auth import Authenticator, Identity, lakefs_verifier
-from .models import REPOSITORY_NAME, ErrorBody, MirrorBody, MirrorCreation, MirrorList
+from .models import REPOSITORY_NAME, ErrorBody, MirrorBody, MirrorCreation, MirrorList, StorageList
 
 __all__ = ["API_PREFIX", "ApiError", "create_app", "mirror_json", "openapi_document", "write_openapi"]
 
@@ -308,6 +308,17 @@ def _build(state: _State | None) -> FastAPI:
                 raise _map_service_error(exc) from None
             log.info("user %s deleted mirror %s", who.user_id, mirror.id)
         return Response(status_code=204)
+
+    @app.get(
+        f"{API_PREFIX}/config/storages",
+        response_model=StorageList,
+        responses=ERRORS,
+        tags=["config"],
+        summary="The stores this region is connected to (a mirror's storage_id names one of them)",
+    )
+    def list_storages(who: Who, request: Request) -> dict[str, Any]:
+        st = _state(request)
+        return {"results": [s.as_dict() for s in describe_storages(st.service.config)]}
 
     original_openapi = app.openapi
 

@@ -13,6 +13,8 @@ __all__ = [
     "MirrorCreation",
     "MirrorList",
     "Pagination",
+    "StorageBody",
+    "StorageList",
 ]
 
 # lakeFS's own repository name rule, and the namespace schemes lakeFS accepts.
@@ -70,6 +72,18 @@ class Pagination(BaseModel):
 class MirrorList(BaseModel):
     pagination: Pagination
     results: list[MirrorBody]
+
+
+class StorageBody(BaseModel):
+    id: str = Field(description='Store id ("" for a single blockstore)')
+    type: str = Field(description="s3, gs, azure or local")
+    description: str
+    backward_compatible: bool = Field(description="Repositories without a storage id live on this store")
+    namespace_example: str = Field(description="The shape of a storage namespace on this store")
+
+
+class StorageList(BaseModel):
+    results: list[StorageBody]
 
 
 class ErrorBody(BaseModel):

@@ -67,5 +67,11 @@ def test_imported_objects_are_listed_and_strict_mode_refuses_them(
         main = next(r for r in blocked.refs if r.name == "main")
         assert main.action == "blocked" and "strict_full_addresses" in (main.error or "")
         assert not list(strict_service.client("region-b").list_branches(strict)), "nothing may be promoted"
+        # Ranges validated leniently are not trusted once strict: an empty commit reusing the leniently
+        # synced metarange is validated again and refused.
+        src.commit(repo, "main", "nothing new", allow_empty=True)
+        [again] = strict_service.sync(name=lenient)
+        main = next(r for r in again.refs if r.name == "main")
+        assert main.action == "blocked" and "strict_full_addresses" in (main.error or ""), main
     finally:
         strict_service.close()
