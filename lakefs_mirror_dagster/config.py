@@ -477,17 +477,25 @@ class LocalSettings:
 
 @dataclass(frozen=True, kw_only=True)
 class GSSettings:
-    """lakeFS's ``blockstore.gs`` (accepted for parity; the storage layer does not implement gs yet)."""
+    """lakeFS's ``blockstore.gs``, plus ``endpoint`` (ours): an emulator such as fake-gcs-server or a private
+    endpoint, used anonymously when no credentials are given. Without credentials or endpoint, Google's
+    application default credentials apply. ``s3_endpoint`` is lakeFS's and unused here."""
 
     s3_endpoint: str = field(default="https://storage.googleapis.com", metadata=_meta(_optional_http_url))
+    endpoint: str = field(default="", metadata=_meta(_optional_http_url))
     credentials_file: str = ""
     credentials_json: Secret = field(default_factory=Secret)
     server_side_encryption_kms_key_id: str = ""
 
+    def _validate(self, parts: _Parts) -> None:
+        if self.credentials_file and self.credentials_json:
+            raise _FieldError((*parts, "credentials_json"), "give credentials_json or credentials_file, not both")
+
 
 @dataclass(frozen=True, kw_only=True)
 class AzureSettings:
-    """lakeFS's ``blockstore.azure`` (accepted for parity; the storage layer does not implement azure yet)."""
+    """lakeFS's ``blockstore.azure``; objects are read and written with the account key.
+    ``test_endpoint_url`` points at an emulator (Azurite) as in lakeFS."""
 
     storage_account: str = ""
     storage_access_key: Secret = field(default_factory=Secret)
@@ -518,6 +526,11 @@ class BlockstoreConfig:
     def _validate(self, parts: _Parts) -> None:
         if self.type == "azure" and not self.azure.storage_account:
             raise _FieldError((*parts, "azure", "storage_account"), "required when type is azure")
+        if self.type == "azure" and not self.azure.storage_access_key:
+            raise _FieldError(
+                (*parts, "azure", "storage_access_key"),
+                "required when type is azure (the replication service authenticates with the account key)",
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -780,10 +793,16 @@ class TransferConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class SparkConfig:
-    """``spark``: the session used for distributed validation; ``conf`` values are passed as strings."""
+    """``spark``: the session used for distributed validation (and, when enabled, object transfer);
+    ``conf`` values are passed as strings. Transfers of fewer than ``transfer_threshold_objects`` objects
+    stay in-process: below it Spark's scheduling costs more than it saves (``benchmarks/transfer_paths.py``)."""
 
     master: str = field(default="local[*]", metadata=_meta(_nonempty))
     conf: Mapping[str, str] = field(default_factory=dict, metadata=_meta(stringify=True))
+    transfer_enabled: bool = False
+    # Measured crossover on a loaded 2-core machine, local[2]: ~5,750 objects (benchmarks/transfer_paths.py).
+    transfer_threshold_objects: int = field(default=6000, metadata=_meta(_at_least(0)))
+    transfer_max_partitions: int = field(default=8, metadata=_meta(_at_least(1)))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1637,6 +1656,15 @@ blockstore:
     server_side_encryption_kms_key_id: ""
   local:
     path: ~/lakefs/data/block         # used when type is local
+  gs:                                 # used when type is gs
+    endpoint: ""                      # an emulator (fake-gcs-server) or private endpoint; anonymous without credentials
+    credentials_file: ""
+    credentials_json: ""              # a service account key, as JSON text
+  azure:                              # used when type is azure
+    storage_account: ""
+    storage_access_key: ""
+    domain: blob.core.windows.net
+    test_endpoint_url: ""             # an emulator, e.g. Azurite at http://127.0.0.1:10000
 
 # Or, instead of blockstore (never both), several stores as in lakeFS's multi-storage setup.
 # Exactly one store may be backward_compatible: true; repositories without a storage id (all repositories
@@ -1713,6 +1741,9 @@ transfer:
 spark:
   master: local[*]
   conf: {}                            # e.g. spark.executor.memory: 4g
+  transfer_enabled: false             # copy objects in Spark tasks (Dagster; the CLI: sync --spark)
+  transfer_threshold_objects: 6000    # fewer objects in a metarange's new ranges: copy in-process
+  transfer_max_partitions: 8          # Spark partitions the new ranges of a metarange spread over
 
 # Direct read access to other regions' storage (same shape as blockstore). Without an entry the source
 # objects are read through that region's lakeFS API.

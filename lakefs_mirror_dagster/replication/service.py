@@ -28,9 +28,10 @@ log = logging.getLogger(__name__)
 def store_settings(store: StoreConfig, *, multipart_threshold: int, multipart_chunk_size: int) -> dict[str, Any]:
     """Plain settings for ``build_blockstore``: secrets revealed (for the client only), transfer sizes added."""
     plain = _plain(store)
-    if plain.get("type") == "s3":
-        plain["s3"]["multipart_threshold"] = multipart_threshold
-        plain["s3"]["multipart_chunk_size"] = multipart_chunk_size
+    kind = plain.get("type")
+    if kind in ("s3", "gs", "azure"):
+        plain[kind]["multipart_threshold"] = multipart_threshold
+        plain[kind]["multipart_chunk_size"] = multipart_chunk_size
     return plain
 
 

@@ -1,9 +1,10 @@
-"""Blockstores: one interface over S3 (and S3-compatible endpoints) and local directories.
+"""Blockstores: one interface over S3 (and S3-compatible endpoints), local directories, GCS and Azure Blob.
 
 The replication engine reads and writes objects by full storage URIs through ``Blockstore``; the
 ``StoreRegistry`` picks the store for a URI, and ``TransferPool`` copies many objects concurrently.
 """
 
+from .azure import AzureBlockstore
 from .base import Blockstore, ObjectInfo, ObjectStat, ReadableStream
 from .errors import (
     BucketNotFound,
@@ -17,6 +18,7 @@ from .errors import (
     TransientStorageError,
     UnsupportedStorageError,
 )
+from .gcs import GCSBlockstore
 from .local import LocalBlockstore
 from .registry import StoreRegistry, build_blockstore, parse_size
 from .s3 import S3Blockstore
@@ -24,10 +26,12 @@ from .transfer import CopyResult, CopyTask, TransferFailure, TransferPool, Trans
 from .uri import StorageURI, join_namespace, parse_uri, relative_to_namespace
 
 __all__ = [
+    "AzureBlockstore",
     "Blockstore",
     "BucketNotFound",
     "CopyResult",
     "CopyTask",
+    "GCSBlockstore",
     "InvalidStorageURI",
     "LocalBlockstore",
     "ObjectInfo",

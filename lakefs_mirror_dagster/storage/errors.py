@@ -65,4 +65,4 @@ class StorageConfigError(StorageError, ValueError):
 
 
 class UnsupportedStorageError(StorageError, NotImplementedError):
-    """A storage type or scheme this package does not implement yet (gs, azure)."""
+    """A storage type or scheme this package does not implement (e.g. lakeFS's ``mem`` and ``transient``)."""

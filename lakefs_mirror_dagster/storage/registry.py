@@ -7,12 +7,20 @@ A settings entry is a mapping (or dataclass / object with attributes) such as::
             "credentials": {"access_key_id": "...", "secret_access_key": "..."},
             "multipart_threshold": "64MiB", "multipart_chunk_size": "16MiB", "buckets": ["data"]}}
     {"id": "disk", "type": "local", "local": {"path": "/var/lib/lakefs/block"}}
+    {"id": "gcs", "type": "gs", "gs": {"credentials_json": "{...service account key...}"}}
+    {"id": "emu", "type": "gs", "gs": {"endpoint": "http://127.0.0.1:4443"}}   # emulator: anonymous
+    {"id": "blob", "type": "azure", "azure": {"storage_account": "acct", "storage_access_key": "...",
+                                              "test_endpoint_url": "http://127.0.0.1:10000"}}
 
 The replication config's frozen dataclasses (``StoreConfig`` with ``Secret``-wrapped credentials) work as
 well: wrapped secrets are unwrapped with ``reveal()``/``get_secret_value()``, lakeFS's ``max_retries``
 becomes botocore's total attempts (+1), ``profile``, ``credentials_file``,
 ``skip_verify_certificate_test_only`` and ``server_side_encryption[_kms_key_id]`` are honoured, and
-``local.allowed_external_prefixes`` is passed on. Other keys (e.g. ``discover_bucket_region``) are
+``local.allowed_external_prefixes`` is passed on. For ``gs``: ``credentials_json`` or ``credentials_file``
+(else anonymous with ``endpoint``, else application default credentials), ``endpoint`` (an emulator or
+private endpoint; ``STORAGE_EMULATOR_HOST`` also works), ``project`` and
+``server_side_encryption_kms_key_id``. For ``azure``: ``storage_account``, ``storage_access_key``, ``domain``,
+``test_endpoint_url`` (alias ``endpoint``) and ``try_timeout``. Other keys (e.g. ``discover_bucket_region``) are
 ignored. ``s3.buckets`` is optional and only helps ``store_for_uri`` pick among several S3 stores.
 """
 
@@ -22,10 +30,13 @@ import dataclasses
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from datetime import timedelta
 from typing import Any
 
+from .azure import DEFAULT_AZURE_DOMAIN, AzureBlockstore
 from .base import Blockstore
 from .errors import StorageConfigError, UnsupportedStorageError
+from .gcs import GCSBlockstore
 from .local import LocalBlockstore
 from .s3 import DEFAULT_MULTIPART_CHUNK_SIZE, DEFAULT_MULTIPART_THRESHOLD, S3Blockstore
 from .uri import parse_uri
@@ -35,11 +46,12 @@ __all__ = ["StoreRegistry", "build_blockstore", "parse_size"]
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4}
 _NOT_YET = {
-    "gs": "Google Cloud Storage",
-    "azure": "Azure Blob Storage",
     "mem": "in-memory",
     "transient": "transient",
 }
+
+
+_EXPECTED_TYPES = "'s3', 'local', 'gs' or 'azure'"
 
 
 def parse_size(value: int | str, *, what: str = "size") -> int:
@@ -125,19 +137,82 @@ def _build_s3(store_id: str, s3: dict[str, Any], overrides: Mapping[str, Any]) -
         raise StorageConfigError(f"store {store_id!r}: {exc}") from exc
 
 
+def _sizes(store_id: str, section: str, values: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, int]:
+    """``multipart_threshold``/``multipart_chunk_size`` for gs and azure: transfer overrides, then the section."""
+    out: dict[str, int] = {}
+    for key in ("multipart_threshold", "multipart_chunk_size"):
+        value = overrides.get(key) or values.get(key)
+        if value:
+            out[key] = parse_size(value, what=f"store {store_id!r} {section}.{key}")
+    return out
+
+
+def _timeout_seconds(store_id: str, value: Any) -> float | None:
+    """lakeFS's ``azure.try_timeout`` (a timedelta from our config, or Go-style text such as ``"10m"``)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    from ..config import parse_duration  # the config's parser; imported late to keep storage free of config
+
+    try:
+        return parse_duration(str(value)).total_seconds()
+    except ValueError as exc:
+        raise StorageConfigError(f"store {store_id!r}: azure.try_timeout: {exc}") from None
+
+
+def _build_gs(store_id: str, gs: dict[str, Any], overrides: Mapping[str, Any]) -> GCSBlockstore:
+    try:
+        return GCSBlockstore(
+            endpoint=gs.get("endpoint") or None,
+            credentials_json=_reveal(gs.get("credentials_json")),
+            credentials_file=os.path.expanduser(str(gs["credentials_file"])) if gs.get("credentials_file") else None,
+            project=gs.get("project") or None,
+            kms_key_name=gs.get("server_side_encryption_kms_key_id") or None,
+            **_sizes(store_id, "gs", gs, overrides),
+        )
+    except StorageConfigError as exc:
+        raise StorageConfigError(f"store {store_id!r}: {exc}") from exc
+
+
+def _build_azure(store_id: str, azure: dict[str, Any], overrides: Mapping[str, Any]) -> AzureBlockstore:
+    endpoint = azure.get("test_endpoint_url") or azure.get("endpoint") or None
+    timeout = _timeout_seconds(store_id, azure.get("try_timeout"))
+    extra: dict[str, Any] = dict(_sizes(store_id, "azure", azure, overrides))
+    if timeout:
+        extra["timeout_s"] = timeout
+    try:
+        return AzureBlockstore(
+            storage_account=str(azure.get("storage_account") or ""),
+            storage_access_key=_reveal(azure.get("storage_access_key")) or "",
+            domain=str(azure.get("domain") or "") or DEFAULT_AZURE_DOMAIN,
+            endpoint=endpoint,
+            **extra,
+        )
+    except StorageConfigError as exc:
+        raise StorageConfigError(f"store {store_id!r}: {exc}") from exc
+
+
 def build_blockstore(settings: Any, **s3_overrides: Any) -> Blockstore:
     """One blockstore from one settings entry; unsupported types fail with a clear message.
 
     ``s3_overrides`` (``multipart_threshold``, ``multipart_chunk_size``, ``max_pool_connections``, ...)
-    come from the replication config's ``transfer`` section and win over per-store values.
+    come from the replication config's ``transfer`` section and win over per-store values; the two
+    multipart sizes apply to gs and azure stores too.
     """
     entry = _as_mapping(settings, "blockstore settings")
     store_id = str(entry.get("id") or "")
     store_type = str(entry.get("type") or "").lower()
     if not store_type:
-        raise StorageConfigError(f"store {store_id!r}: 'type' is missing (expected 's3' or 'local')")
+        raise StorageConfigError(f"store {store_id!r}: 'type' is missing (expected {_EXPECTED_TYPES})")
+    overrides = {k: v for k, v in s3_overrides.items() if v is not None}
+    if store_type == "gs":
+        return _build_gs(store_id, _as_mapping(entry.get("gs"), f"store {store_id!r} gs"), overrides)
+    if store_type == "azure":
+        return _build_azure(store_id, _as_mapping(entry.get("azure"), f"store {store_id!r} azure"), overrides)
     if store_type == "s3":
-        overrides = {k: v for k, v in s3_overrides.items() if v is not None}
         return _build_s3(store_id, _as_mapping(entry.get("s3"), f"store {store_id!r} s3"), overrides)
     if store_type == "local":
         local = _as_mapping(entry.get("local"), f"store {store_id!r} local")
@@ -151,7 +226,7 @@ def build_blockstore(settings: Any, **s3_overrides: Any) -> Blockstore:
         )
     if store_type in _NOT_YET:
         raise UnsupportedStorageError(f"store {store_id!r}: type {store_type} is not supported yet")
-    raise StorageConfigError(f"store {store_id!r}: unknown type {store_type!r} (expected 's3' or 'local')")
+    raise StorageConfigError(f"store {store_id!r}: unknown type {store_type!r} (expected {_EXPECTED_TYPES})")
 
 
 class StoreRegistry:
@@ -214,12 +289,20 @@ class StoreRegistry:
                 raise StorageConfigError(
                     f"{uri}: blockstore {storage_id!r} ({store.describe()}) does not serve {parsed.scheme}:// URIs"
                 )
+            if not _serves(store, uri):
+                raise StorageConfigError(f"{uri}: blockstore {storage_id!r} ({store.describe()}) does not serve it")
             return store
         candidates = [i for i, s in self._stores.items() if parsed.scheme in s.schemes]
         if not candidates:
             if parsed.scheme in _NOT_YET:
                 raise UnsupportedStorageError(f"{uri}: type {parsed.scheme} is not supported yet")
             raise StorageConfigError(f"{uri}: no blockstore configured for {parsed.scheme}:// URIs")
+        # stores that can tell which URIs are theirs (an azure account) narrow the choice
+        serving = [i for i in candidates if _serves(self._stores[i], uri)]
+        if not serving:
+            known = ", ".join(f"{i!r} ({self._stores[i].describe()})" for i in candidates)
+            raise StorageConfigError(f"{uri}: none of the {parsed.scheme}:// blockstores serves it: {known}")
+        candidates = serving
         if len(candidates) > 1 and parsed.scheme == "s3":
             by_bucket = [i for i in candidates if parsed.bucket in self._buckets[i]]
             if not by_bucket:
@@ -241,3 +324,9 @@ class StoreRegistry:
                 + (" or list buckets under s3.buckets" if parsed.scheme == "s3" else "")
             )
         return self._stores[candidates[0]]
+
+
+def _serves(store: Blockstore, uri: str) -> bool:
+    """Ask a store that knows (``serves_uri``) whether ``uri`` is its; others serve their whole scheme."""
+    check = getattr(store, "serves_uri", None)
+    return bool(check(uri)) if callable(check) else True
