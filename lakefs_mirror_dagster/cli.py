@@ -53,7 +53,15 @@ def _sync(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     from .replication import ReplicationService
 
-    service = ReplicationService(config)
+    session = None
+    if args.spark or config.spark.transfer_enabled:  # big plans copy in Spark tasks; the session starts on first use
+        from .resources.spark import spark_session_config
+        from .spark_transfer import LazySparkSession, SparkTransferService
+
+        session = LazySparkSession(spark_session_config(config.spark, app_name="lakefs-mirror-transfer"))
+        service: ReplicationService = SparkTransferService(config, session)
+    else:
+        service = ReplicationService(config)
     interval = config.commit_sensor.process_branches_duration.total_seconds()
     ok = True
     try:
@@ -72,6 +80,8 @@ def _sync(args: argparse.Namespace) -> int:
             ok = all(r.ok for r in results)
     finally:
         service.close()
+        if session is not None:
+            session.stop()
     return 0 if ok else 1
 
 
@@ -173,11 +183,21 @@ def _serve(args: argparse.Namespace) -> int:
     policies, users = load_policies(args.policies) if args.policies else (None, None)
     service = ReplicationService(config)
     try:
+        service.check_stores()
         serve(service, args.listen or config.listen_address, policies=policies, user_policies=users)
     except KeyboardInterrupt:
         pass
     finally:
         service.close()
+    return 0
+
+
+def _storages_list(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .replication import describe_storages
+
+    config = load_config(args.config)
+    print(json.dumps([s.as_dict() for s in describe_storages(config)], indent=2))
     return 0
 
 
@@ -211,6 +231,8 @@ def _describe(env: dict[str, Any]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .refs.cli import add_promote_command, add_refs_commands
+
     parser = argparse.ArgumentParser(prog="lakefs-mirror", description=__doc__)
     parser.add_argument(
         "--config",
@@ -226,6 +248,11 @@ def build_parser() -> argparse.ArgumentParser:
     sync.add_argument("--once", action="store_true", help="one pass, then exit (default: poll forever)")
     sync.add_argument("--max-passes", type=int, default=0, help="stop after this many passes")
     sync.add_argument("--json", action="store_true", help="one JSON document per mirror and pass")
+    sync.add_argument(
+        "--spark",
+        action="store_true",
+        help="copy objects in Spark tasks (config spark.master) when a batch reaches spark.transfer_threshold_objects",
+    )
     sync.set_defaults(func=_sync)
 
     mirrors = sub.add_parser("mirrors", help="create and list mirror definitions")
@@ -246,6 +273,14 @@ def build_parser() -> argparse.ArgumentParser:
     delete = mirrors_sub.add_parser("delete", help="delete a mirror (its repository is removed by its region)")
     delete.add_argument("mirror_id")
     delete.set_defaults(func=_mirrors_delete)
+    add_promote_command(mirrors_sub)
+    add_refs_commands(sub)
+
+    storages = sub.add_parser("storages", help="the stores this region is connected to (blockstores)")
+    storages_sub = storages.add_subparsers(dest="storages_command", required=True)
+    storages_sub.add_parser("list", help="id, type, description and a namespace example of each store").set_defaults(
+        func=_storages_list
+    )
 
     status = sub.add_parser("status", help="mirror heads, lag and recent promotions (Dagster event log)")
     status.add_argument("--mirror", help="only this mirror")

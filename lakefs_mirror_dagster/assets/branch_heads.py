@@ -81,8 +81,7 @@ def _mirror_branch(
     started = time.monotonic()
     service = replication.service()
     mirror = replication.active_mirror(mirror_name)
-    validator = spark_validator.validator_for(service, mirror)
-    engine = service.engine_for(mirror, validator=validator)
+    engine, validator = spark_validator.engine_for(service, mirror)
     engine.ensure_mirror_repository()
     source_head = _head(service.client(mirror.source_region), mirror.source_repository, branch)
     mirror_head = _head(service.client(mirror.destination_region), mirror.name, branch)
@@ -143,6 +142,7 @@ def _materialization(mirror: Mirror, ref: RefResult, started: float) -> dg.Mater
         "objects": stats.objects_copied,
         "objects_already_present": stats.objects_skipped,
         "bytes": stats.bytes_copied,
+        "transfer_path": stats.transfer_path or "none",
         "duration_seconds": round(time.monotonic() - started, 3),
     }
     if ref.source_commit_time is not None:

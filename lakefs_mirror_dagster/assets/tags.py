@@ -89,8 +89,7 @@ def _mirror_tags(
     service = replication.service()
     mirror = replication.active_mirror(mirror_name)
     page = service.config.commit_sensor.list_branch_page_size
-    validator = spark_validator.validator_for(service, mirror)
-    engine = service.engine_for(mirror, validator=validator)
+    engine, validator = spark_validator.engine_for(service, mirror)
     engine.ensure_mirror_repository()
     source = list_tags(service.client(mirror.source_region), mirror.source_repository, page_size=page)
     current = list_tags(service.client(mirror.destination_region), mirror.name, page_size=page)

@@ -297,6 +297,7 @@ class MirrorEngine:
 
     def transfer_ranges(self, range_ids: Sequence[str], commit: Commit, stats: TransferStats) -> None:
         """The in-process ``RangeTransferer``: ranges one after another, objects on the engine's pool."""
+        stats.note_path("in_process")
         for range_id in range_ids:
             self._transfer_range(range_id, commit, stats)
 

@@ -25,6 +25,12 @@ class TransferStats:
     full_address_examples: list[str] = field(default_factory=list)
     failed_objects: list[str] = field(default_factory=list)
     failed_object_count: int = 0
+    #: Where objects were copied: ``in_process``, ``spark``, both joined by ``+``, or ``""`` (nothing copied).
+    transfer_path: str = ""
+
+    def note_path(self, path: str) -> None:
+        """Record that a batch was transferred on ``path`` (``in_process`` or ``spark``)."""
+        self.transfer_path = "+".join(sorted(set(filter(None, self.transfer_path.split("+"))) | {path}))
 
     def add(self, other: TransferStats) -> None:
         for name, value in vars(other).items():

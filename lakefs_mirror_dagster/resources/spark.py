@@ -14,7 +14,9 @@ from pydantic import Field
 from ..config import SparkConfig
 from ..mirrors import Mirror
 from ..replication import ReplicationService
+from ..replication.engine import MirrorEngine, RangeTransferer
 from ..replication.service import store_settings
+from ..spark_transfer import ThresholdTransferer, spark_transferer_for
 from ..spark_validation import SparkRangeValidator
 
 __all__ = ["SparkValidatorResource", "spark_session_config"]
@@ -61,6 +63,25 @@ class SparkValidatorResource(dg.ConfigurableResource):
             strict_full_addresses=config.transfer.strict_full_addresses,
             num_partitions=self.num_workers,
         )
+
+    def transferer_for(
+        self, service: ReplicationService, mirror: Mirror, *, in_process: RangeTransferer | None = None
+    ) -> ThresholdTransferer:
+        """A transferer for ``mirror`` that copies on Spark when a batch reaches ``spark.transfer_threshold_objects``.
+
+        Pass the engine's ``transfer_ranges`` as ``in_process`` for small batches. The session starts on the
+        first batch that goes to Spark, never for small commits. ``last_choice`` / ``choices`` say which ran.
+        """
+        return spark_transferer_for(service, mirror, self.session, in_process=in_process)
+
+    def engine_for(self, service: ReplicationService, mirror: Mirror) -> tuple[MirrorEngine, SparkRangeValidator]:
+        """The engine a run uses: ranges validated on Spark; objects copied on Spark too when
+        ``spark.transfer_enabled`` and a batch is big enough (small commits never start a session for it)."""
+        validator = self.validator_for(service, mirror)
+        engine = service.engine_for(mirror, validator=validator)
+        if service.config.spark.transfer_enabled:
+            engine.transferer = self.transferer_for(service, mirror, in_process=engine.transfer_ranges)
+        return engine, validator
 
     def session(self) -> Any:
         # Python workers must import this package: run them with this interpreter unless told otherwise.

@@ -1,0 +1,47 @@
+"""Fixtures for the Spark transfer tests: the replication fixtures, plus region configs with extra fields."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from lakefs_mirror_dagster.config import load_config
+from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.spark_transfer import SparkTransferService
+from tests.replication.conftest import config_path, service_for
+
+__all__ = ["config_path", "service_for", "spark_service"]
+
+# Spark's Python workers must import this package: run them with the test interpreter (before Spark starts).
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+@pytest.fixture
+def spark_service(
+    config_path: Callable[[str], Path], tmp_path: Path, spark: Any
+) -> Iterator[Callable[..., SparkTransferService]]:
+    """``spark_service(region, source_store_of=None, **spark_fields)``: region's service transferring on Spark,
+    with its config's ``spark`` section extended and, optionally, direct access to another region's store."""
+    built: list[ReplicationService] = []
+
+    def make(region: str, *, source_store_of: str | None = None, **spark_fields: Any) -> SparkTransferService:
+        data = yaml.safe_load(config_path(region).read_text())
+        data["spark"] = {**data.get("spark", {}), **spark_fields}
+        if source_store_of is not None:
+            src = yaml.safe_load(config_path(source_store_of).read_text())
+            data["source_stores"] = {source_store_of: src["blockstore"]}
+        path = tmp_path / f"replication-{region}-{len(built)}.yaml"
+        path.write_text(yaml.safe_dump(data))
+        service = SparkTransferService(load_config(path, env={}), lambda: spark)
+        built.append(service)
+        return service
+
+    yield make
+    for service in built:
+        service.close()
