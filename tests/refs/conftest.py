@@ -3,26 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.devenv import Environment
 from lakefs_mirror_dagster.devenv.replication_config import replication_config_dict
 from lakefs_mirror_dagster.lakefs import LakeFSClient
 from lakefs_mirror_dagster.refs.cli import add_promote_command, add_refs_commands
-from lakefs_mirror_dagster.replication import ReplicationService
+from tests.replication.conftest import config_path, content, service_for
 
-
-@pytest.fixture(scope="session")
-def region_config(lakefs_env: Environment) -> Callable[[str], Path]:
-    """The ``replication-<region>.yaml`` that ``devenv up`` wrote."""
-    return lambda region: Path(lakefs_env.state_dir) / f"replication-{region}.yaml"
+__all__ = ["config_path", "content", "populate", "service_for", "snapshot"]
 
 
 @pytest.fixture(scope="session")
@@ -56,25 +50,6 @@ def run_cli() -> Callable[..., int]:
         return int(args.func(args))
 
     return run
-
-
-@pytest.fixture
-def service_for(region_config: Callable[[str], Path]) -> Iterator[Callable[[str], ReplicationService]]:
-    services: dict[str, ReplicationService] = {}
-
-    def get(region: str) -> ReplicationService:
-        if region not in services:
-            services[region] = ReplicationService(load_config(region_config(region), env={}))
-        return services[region]
-
-    yield get
-    for s in services.values():
-        s.close()
-
-
-def content(key: str, size: int = 64) -> bytes:
-    seed = hashlib.sha256(key.encode()).digest()
-    return (seed * (size // len(seed) + 1))[:size]
 
 
 def populate(client: LakeFSClient, repo: str) -> dict[str, bytes]:

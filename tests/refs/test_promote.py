@@ -14,7 +14,7 @@ from .conftest import populate, read_all, snapshot
 
 
 def test_promoted_mirror_accepts_commits_and_is_no_longer_replicated(
-    lakefs_env, service_for, region_config, run_cli, unique_name, tmp_path, capsys
+    lakefs_env, service_for, config_path, run_cli, unique_name, tmp_path, capsys
 ) -> None:
     src_svc, dst_svc = service_for("region-a"), service_for("region-b")
     src, dst = src_svc.client("region-a"), dst_svc.client("region-b")
@@ -34,7 +34,7 @@ def test_promoted_mirror_accepts_commits_and_is_no_longer_replicated(
         dst.upload_object(name, "main", "x.txt", b"refused while a mirror")
     source_state = snapshot(src, repo)
 
-    assert run_cli(region_config("region-b"), "mirrors", "promote", name, "--manifest-dir", str(tmp_path)) == 0
+    assert run_cli(config_path("region-b"), "mirrors", "promote", name, "--manifest-dir", str(tmp_path)) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["branches"] == source_state["branches"] and report["tags"] == source_state["tags"]
 
@@ -58,10 +58,10 @@ def test_promoted_mirror_accepts_commits_and_is_no_longer_replicated(
 
 
 def test_promote_refuses_unknown_mirrors_and_writable_repositories(
-    service_for, region_config, run_cli, unique_name
+    service_for, config_path, run_cli, unique_name
 ) -> None:
     with pytest.raises(RefsError, match="no mirror named 'nope-404' in region region-b"):
-        run_cli(region_config("region-b"), "mirrors", "promote", "nope-404")
+        run_cli(config_path("region-b"), "mirrors", "promote", "nope-404")
     # A mirror whose repository was never created (no sync yet): nothing to promote, nothing changes.
     src_svc, dst_svc = service_for("region-a"), service_for("region-b")
     repo = unique_name("dr-pending")
@@ -70,12 +70,12 @@ def test_promote_refuses_unknown_mirrors_and_writable_repositories(
         source_repository=repo, name=unique_name("dr-p"), region="region-b", storage_namespace=f"local://{repo}-m"
     )
     with pytest.raises(RefsError, match="has no repository in region region-b yet"):
-        run_cli(region_config("region-b"), "mirrors", "promote", mirror.name)
+        run_cli(config_path("region-b"), "mirrors", "promote", mirror.name)
     assert dst_svc.mirrors.get_mirror(mirror.id).state == mirror.state
 
 
 def test_failed_restore_puts_the_read_only_mirror_back(
-    lakefs_env, service_for, region_config, run_cli, unique_name, monkeypatch
+    lakefs_env, service_for, config_path, run_cli, unique_name, monkeypatch
 ) -> None:
     """If lakeFS refuses the writable restore, the mirror is read-only and active again, with the same refs."""
     import lakefs_mirror_dagster.refs.promote as promote_module
@@ -103,7 +103,7 @@ def test_failed_restore_puts_the_read_only_mirror_back(
 
     monkeypatch.setattr(promote_module, "restore_repository", refuse_writable)
     with pytest.raises(RefsError, match="injected"):
-        run_cli(region_config("region-b"), "mirrors", "promote", name)
+        run_cli(config_path("region-b"), "mirrors", "promote", name)
     assert dst.get_repository(name).read_only
     assert snapshot(dst, name) == before
     assert dst_svc.mirrors.get_mirror(mirror.id).state == MirrorState.ACTIVE

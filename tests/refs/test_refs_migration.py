@@ -13,7 +13,7 @@ from .conftest import content, populate, read_all, snapshot
 
 
 def test_move_from_minio_to_local_keeps_every_commit_branch_and_tag(
-    lakefs_env, client_for, region_config, migration_config, run_cli, unique_name, tmp_path
+    lakefs_env, client_for, config_path, migration_config, run_cli, unique_name, tmp_path
 ) -> None:
     src, dst = client_for("region-a"), client_for("region-b")
     repo = unique_name("move")
@@ -25,7 +25,7 @@ def test_move_from_minio_to_local_keeps_every_commit_branch_and_tag(
     expected_old = {**read_all(src, repo, "v1"), "late.txt": b"uncommitted at dump time"}
 
     assert (
-        run_cli(region_config("region-a"), "refs", "dump", repo, "--commit", "--rm", "--output-dir", str(tmp_path)) == 0
+        run_cli(config_path("region-a"), "refs", "dump", repo, "--commit", "--rm", "--output-dir", str(tmp_path)) == 0
     )
     manifest_file = tmp_path / f"{repo}_manifest.json"
     doc = json.loads(manifest_file.read_text())
@@ -49,7 +49,7 @@ def test_move_from_minio_to_local_keeps_every_commit_branch_and_tag(
     # The dumped manifest's namespace was rewritten only in the restore, never in the file.
     assert load_manifest(manifest_file).storage_namespace == old_ns
     # ... but the data stayed in MinIO: a restore there gives the very same commits (IDs and fields).
-    assert run_cli(region_config("region-a"), "refs", "restore", str(manifest_file)) == 0
+    assert run_cli(config_path("region-a"), "refs", "restore", str(manifest_file)) == 0
     assert snapshot(src, repo) == after
     assert read_all(dst, repo, "main") == expected
     assert read_all(dst, repo, "old") == expected_old
@@ -61,17 +61,17 @@ def test_move_from_minio_to_local_keeps_every_commit_branch_and_tag(
     assert commit.parents == (after["branches"]["main"],)
 
 
-def test_dump_and_restore_on_the_same_store_without_copy(client_for, region_config, run_cli, unique_name, tmp_path):
+def test_dump_and_restore_on_the_same_store_without_copy(client_for, config_path, run_cli, unique_name, tmp_path):
     client = client_for("region-b")
     repo = unique_name("same")
     client.create_repository(repo, f"local://{repo}")
     expected = populate(client, repo)
     before = snapshot(client, repo)
 
-    assert run_cli(region_config("region-b"), "refs", "dump", repo, "--rm", "--output-dir", str(tmp_path)) == 0
+    assert run_cli(config_path("region-b"), "refs", "dump", repo, "--rm", "--output-dir", str(tmp_path)) == 0
     with pytest.raises(LakeFSNotFound):
         client.get_repository(repo)
-    assert run_cli(region_config("region-b"), "refs", "restore", str(tmp_path / f"{repo}_manifest.json")) == 0
+    assert run_cli(config_path("region-b"), "refs", "restore", str(tmp_path / f"{repo}_manifest.json")) == 0
 
     assert snapshot(client, repo) == before
     assert read_all(client, repo, "main") == expected
@@ -79,20 +79,18 @@ def test_dump_and_restore_on_the_same_store_without_copy(client_for, region_conf
     assert client.commit(repo, "feature", "after restore").parents == (before["branches"]["feature"],)
 
 
-def test_dump_refuses_uncommitted_changes_and_removes_nothing(
-    client_for, region_config, run_cli, unique_name, tmp_path
-):
+def test_dump_refuses_uncommitted_changes_and_removes_nothing(client_for, config_path, run_cli, unique_name, tmp_path):
     client = client_for("region-b")
     repo = unique_name("dirty")
     client.create_repository(repo, f"local://{repo}")
     client.upload_object(repo, "main", "x.txt", b"staged")
     with pytest.raises(RefsError, match=r"main have uncommitted changes.*--commit"):
-        run_cli(region_config("region-b"), "refs", "dump", repo, "--rm", "--output-dir", str(tmp_path))
+        run_cli(config_path("region-b"), "refs", "dump", repo, "--rm", "--output-dir", str(tmp_path))
     assert client.get_repository(repo).id == repo
     assert client.get_object(repo, "main", "x.txt") == b"staged"
     assert not list(tmp_path.iterdir())
     with pytest.raises(RefsError, match="--all"):
-        run_cli(region_config("region-b"), "refs", "dump", "--output-dir", str(tmp_path))
+        run_cli(config_path("region-b"), "refs", "dump", "--output-dir", str(tmp_path))
     with pytest.raises(LakeFSNotFound, match="no-such-repo"):
-        run_cli(region_config("region-b"), "refs", "dump", repo, "no-such-repo", "--output-dir", str(tmp_path))
+        run_cli(config_path("region-b"), "refs", "dump", repo, "no-such-repo", "--output-dir", str(tmp_path))
     assert not list(tmp_path.iterdir())  # the existing one was not dumped either: names are checked first

@@ -29,7 +29,7 @@ def dumped(client_for, unique_name, tmp_path) -> tuple[str, Path]:
 
 
 def test_manifest_with_missing_fields_names_them_and_creates_nothing(
-    client_for, region_config, run_cli, dumped, tmp_path
+    client_for, config_path, run_cli, dumped, tmp_path
 ) -> None:
     _repo, path = dumped
     client = client_for("region-b")
@@ -41,24 +41,24 @@ def test_manifest_with_missing_fields_names_them_and_creates_nothing(
     bad.write_text(json.dumps(doc))
     before = _repos(client)
     with pytest.raises(ManifestError, match=r"repository\.storage_namespace.*refs\.tags_meta_range_id"):
-        run_cli(region_config("region-b"), "refs", "restore", str(bad))
+        run_cli(config_path("region-b"), "refs", "restore", str(bad))
     garbage = tmp_path / "garbage.json"
     garbage.write_text("{not json")
     with pytest.raises(ManifestError, match="not valid JSON"):
-        run_cli(region_config("region-b"), "refs", "restore", str(garbage))
+        run_cli(config_path("region-b"), "refs", "restore", str(garbage))
     with pytest.raises(ManifestError, match="no such file"):
-        run_cli(region_config("region-b"), "refs", "restore", str(tmp_path / "missing.json"))
+        run_cli(config_path("region-b"), "refs", "restore", str(tmp_path / "missing.json"))
     assert _repos(client) == before
 
 
 def test_taken_name_namespace_and_unknown_storage_id_are_refused(
-    client_for, region_config, run_cli, dumped, tmp_path, unique_name
+    client_for, config_path, run_cli, dumped, tmp_path, unique_name
 ) -> None:
     repo, path = dumped
     client = client_for("region-b")
     before = _repos(client)
     with pytest.raises(RefsError, match=f"repository {repo} already exists"):
-        run_cli(region_config("region-b"), "refs", "restore", str(path))
+        run_cli(config_path("region-b"), "refs", "restore", str(path))
 
     # Same namespace under another name: lakeFS would accept it for a bare repository; we must not.
     doc = json.loads(path.read_text())
@@ -66,12 +66,12 @@ def test_taken_name_namespace_and_unknown_storage_id_are_refused(
     twin = tmp_path / "twin_manifest.json"
     twin.write_text(json.dumps(doc))
     with pytest.raises(RefsError, match=f"already used by repository {repo}"):
-        run_cli(region_config("region-b"), "refs", "restore", str(twin))
+        run_cli(config_path("region-b"), "refs", "restore", str(twin))
 
     # Open-source lakeFS knows only storage id "".
     with pytest.raises(RefsError, match=r"storage id 'minio-a' is unknown.*--ignore-storage-id"):
         run_cli(
-            region_config("region-b"),
+            config_path("region-b"),
             "refs",
             "restore",
             str(twin),
@@ -88,11 +88,11 @@ def test_taken_name_namespace_and_unknown_storage_id_are_refused(
     first = tmp_path / "first_manifest.json"
     first.write_text(json.dumps(other))
     with pytest.raises(RefsError, match="already exists"):
-        run_cli(region_config("region-b"), "refs", "restore", str(first), str(path))
+        run_cli(config_path("region-b"), "refs", "restore", str(first), str(path))
     assert _repos(client) == before
 
 
-def test_restore_without_the_dump_files_rolls_back(client_for, region_config, run_cli, dumped, tmp_path, unique_name):
+def test_restore_without_the_dump_files_rolls_back(client_for, config_path, run_cli, dumped, tmp_path, unique_name):
     _repo, path = dumped
     client = client_for("region-b")
     doc = json.loads(path.read_text())
@@ -102,7 +102,7 @@ def test_restore_without_the_dump_files_rolls_back(client_for, region_config, ru
     nodata.write_text(json.dumps(doc))
     before = _repos(client)
     with pytest.raises(RefsError, match=r"metarange files are missing from .*_lakefs/"):
-        run_cli(region_config("region-b"), "refs", "restore", str(nodata))
+        run_cli(config_path("region-b"), "refs", "restore", str(nodata))
     assert _repos(client) == before
 
 
