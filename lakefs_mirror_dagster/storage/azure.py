@@ -32,12 +32,12 @@ from .errors import (
     BucketNotFound,
     InvalidStorageURI,
     ObjectNotFound,
-    SizeMismatchError,
     StorageAccessError,
     StorageConfigError,
     StorageError,
     TransientStorageError,
 )
+from .streams import read_exact, size_mismatch, strip_etag
 
 __all__ = ["DEFAULT_AZURE_DOMAIN", "AzureBlockstore", "map_azure_error"]
 
@@ -87,29 +87,6 @@ def map_azure_error(exc: BaseException, operation: str, uri: str, where: str = "
             return TransientStorageError(f"{operation} {uri}: temporary failure{at} ({detail})", uri=uri)
         return StorageError(f"{operation} {uri}: {detail}{at} (HTTP {status})", uri=uri)
     return StorageError(f"{operation} {uri}: {type(exc).__name__}: {exc}", uri=uri)
-
-
-def _read_exact(stream: ReadableStream, n: int) -> bytes:
-    chunks: list[bytes] = []
-    remaining = n
-    while remaining > 0:
-        chunk = stream.read(remaining)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
-
-
-def _strip_etag(etag: str | None) -> str | None:
-    return etag.strip('"') if etag else None
-
-
-def _size_error(uri: str, expected: int, got: int | None) -> SizeMismatchError:
-    got_text = f"more than {expected}" if got is None else str(got)
-    return SizeMismatchError(
-        f"write {uri}: expected {expected} bytes but the source delivered {got_text}; nothing was stored", uri=uri
-    )
 
 
 class _DownloadReader(io.RawIOBase):
@@ -283,7 +260,7 @@ class AzureBlockstore(Blockstore):
             if type(error) is ObjectNotFound:
                 return None
             raise error from exc
-        return ObjectStat(size=int(props.size), etag=_strip_etag(props.etag))
+        return ObjectStat(size=int(props.size), etag=strip_etag(props.etag))
 
     def _download(self, uri: str) -> Any:
         loc = self._locate(uri)
@@ -318,13 +295,13 @@ class AzureBlockstore(Blockstore):
         if size is not None and size < 0:
             raise ValueError(f"write {uri}: size must not be negative, got {size}")
         if size is not None and size < self.multipart_threshold:
-            data = _read_exact(stream, size + 1)
+            data = read_exact(stream, size + 1)
             if len(data) != size:
-                raise _size_error(uri, size, len(data) if len(data) < size else None)
+                raise size_mismatch(uri, size, len(data) if len(data) < size else None)
             return self._put(loc, uri, data)
         head = b""
         if size is None:
-            head = _read_exact(stream, self.multipart_threshold)
+            head = read_exact(stream, self.multipart_threshold)
             if len(head) < self.multipart_threshold:
                 return self._put(loc, uri, head)
         return self._staged_upload(loc, uri, head, stream, size)
@@ -336,7 +313,7 @@ class AzureBlockstore(Blockstore):
             )
         except Exception as exc:
             raise self._error(exc, "write", uri) from exc
-        return ObjectStat(size=len(data), etag=_strip_etag(str(result.get("etag") or "")))
+        return ObjectStat(size=len(data), etag=strip_etag(str(result.get("etag") or "")))
 
     def _staged_upload(
         self, loc: _Location, uri: str, head: bytes, stream: ReadableStream, size: int | None
@@ -357,15 +334,15 @@ class AzureBlockstore(Blockstore):
                 part = pending[:want]
                 pending = pending[want:]
                 if len(part) < want:
-                    part += _read_exact(stream, want - len(part))
+                    part += read_exact(stream, want - len(part))
                 if size is not None and want == 0:
                     if pending or stream.read(1):
-                        raise _size_error(uri, size, None)
+                        raise size_mismatch(uri, size, None)
                     break
                 if not part:
                     break
                 if size is not None and len(part) < want:
-                    raise _size_error(uri, size, written + len(part))
+                    raise size_mismatch(uri, size, written + len(part))
                 if len(blocks) >= MAX_BLOCKS:
                     raise StorageError(
                         f"write {uri}: object needs more than {MAX_BLOCKS} blocks of {block_size} bytes; "
@@ -381,7 +358,7 @@ class AzureBlockstore(Blockstore):
             result = client.commit_block_list(blocks)
         except Exception as exc:
             raise self._error(exc, "write", uri) from exc
-        return ObjectStat(size=written, etag=_strip_etag(str(result.get("etag") or "")))
+        return ObjectStat(size=written, etag=strip_etag(str(result.get("etag") or "")))
 
     def write_bytes(self, uri: str, data: bytes) -> ObjectStat:
         if len(data) < self.multipart_threshold:
@@ -409,7 +386,7 @@ class AzureBlockstore(Blockstore):
                 yield ObjectInfo(
                     uri=f"{loc.base}/{loc.container}/{item.name}",
                     size=int(item.size),
-                    etag=_strip_etag(item.etag),
+                    etag=strip_etag(item.etag),
                 )
         except Exception as exc:
             raise self._error(exc, "list", uri_prefix) from exc

@@ -32,12 +32,12 @@ from .errors import (
     BucketNotFound,
     InvalidStorageURI,
     ObjectNotFound,
-    SizeMismatchError,
     StorageAccessError,
     StorageConfigError,
     StorageError,
     TransientStorageError,
 )
+from .streams import read_exact, size_mismatch
 from .uri import parse_uri
 
 __all__ = ["GCS_CHUNK_ALIGNMENT", "GCSBlockstore", "map_gcs_error"]
@@ -93,25 +93,6 @@ def map_gcs_error(exc: BaseException, operation: str, uri: str, where: str = "")
     return StorageError(f"{operation} {uri}: {type(exc).__name__}: {exc}", uri=uri)
 
 
-def _read_exact(stream: ReadableStream, n: int) -> bytes:
-    chunks: list[bytes] = []
-    remaining = n
-    while remaining > 0:
-        chunk = stream.read(remaining)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
-
-
-def _size_error(uri: str, expected: int, got: int | None) -> SizeMismatchError:
-    got_text = f"more than {expected}" if got is None else str(got)
-    return SizeMismatchError(
-        f"write {uri}: expected {expected} bytes but the source delivered {got_text}; nothing was stored", uri=uri
-    )
-
-
 class _UploadSource(io.RawIOBase):
     """What the resumable upload reads: ``head`` then ``stream``, with ``tell()`` and a size check.
 
@@ -142,13 +123,13 @@ class _UploadSource(io.RawIOBase):
         if self._head:
             out, self._head = self._head[:size], self._head[size:]
         if len(out) < size:
-            out += _read_exact(self._stream, size - len(out))
+            out += read_exact(self._stream, size - len(out))
         self._pos += len(out)
         if self._size is not None:
             if len(out) < size:
-                raise _size_error(self._uri, self._size, self._pos)
+                raise size_mismatch(self._uri, self._size, self._pos)
             if self._pos == self._size and (self._head or self._stream.read(1)):
-                raise _size_error(self._uri, self._size, None)
+                raise size_mismatch(self._uri, self._size, None)
         return out
 
     def readinto(self, buffer: Any) -> int:
@@ -374,13 +355,13 @@ class GCSBlockstore(Blockstore):
         if size is not None and size < 0:
             raise ValueError(f"write {uri}: size must not be negative, got {size}")
         if size is not None and size < self.multipart_threshold:
-            data = _read_exact(stream, size + 1)
+            data = read_exact(stream, size + 1)
             if len(data) != size:
-                raise _size_error(uri, size, len(data) if len(data) < size else None)
+                raise size_mismatch(uri, size, len(data) if len(data) < size else None)
             return self._put(uri, data)
         head = b""
         if size is None:
-            head = _read_exact(stream, self.multipart_threshold)
+            head = read_exact(stream, self.multipart_threshold)
             if len(head) < self.multipart_threshold:
                 return self._put(uri, head)
         return self._resumable(uri, _UploadSource(uri, head, stream, size), size)

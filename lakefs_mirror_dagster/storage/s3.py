@@ -33,6 +33,7 @@ from .errors import (
     StorageError,
     TransientStorageError,
 )
+from .streams import read_exact, strip_etag
 from .uri import parse_uri
 
 if TYPE_CHECKING:
@@ -133,10 +134,6 @@ def map_s3_error(exc: BaseException, operation: str, uri: str, where: str = "") 
     return StorageError(f"{operation} {uri}: {type(exc).__name__}: {exc}", uri=uri)
 
 
-def _strip_etag(etag: str | None) -> str | None:
-    return etag.strip('"') if etag else None
-
-
 def _normalise_endpoint(endpoint: str | None, region: str | None) -> str:
     """A comparable identity of the S3 service: same value means objects can be copied server-side."""
     if not endpoint:
@@ -146,19 +143,6 @@ def _normalise_endpoint(endpoint: str | None, region: str | None) -> str:
     parts = urlsplit(endpoint)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}{parts.path.rstrip('/')}"
-
-
-def _read_exact(stream: ReadableStream, n: int) -> bytes:
-    """Read up to ``n`` bytes, looping over short reads; fewer only at end of stream."""
-    chunks: list[bytes] = []
-    remaining = n
-    while remaining > 0:
-        chunk = stream.read(remaining)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
 
 
 def _iter_parts(head: bytes, stream: ReadableStream, part_size: int) -> Iterator[bytes]:
@@ -172,7 +156,7 @@ def _iter_parts(head: bytes, stream: ReadableStream, part_size: int) -> Iterator
         yield pending[:part_size]
         pending = pending[part_size:]
     while True:
-        part = pending + _read_exact(stream, part_size - len(pending)) if pending else _read_exact(stream, part_size)
+        part = pending + read_exact(stream, part_size - len(pending)) if pending else read_exact(stream, part_size)
         pending = b""
         if not part:
             return
@@ -377,7 +361,7 @@ class S3Blockstore(Blockstore):
             raise error from exc
         except Exception as exc:
             raise self._error(exc, "stat", uri) from exc
-        return ObjectStat(size=int(head["ContentLength"]), etag=_strip_etag(head.get("ETag")))
+        return ObjectStat(size=int(head["ContentLength"]), etag=strip_etag(head.get("ETag")))
 
     def _get_body(self, uri: str) -> Any:
         bucket, key = self._split(uri)
@@ -407,12 +391,12 @@ class S3Blockstore(Blockstore):
         if size is not None and size < 0:
             raise ValueError(f"write {uri}: size must not be negative, got {size}")
         if size is not None and size < self.multipart_threshold:
-            data = _read_exact(stream, size + 1)
+            data = read_exact(stream, size + 1)
             self._check_size(uri, size, len(data))
             return self._put(bucket, key, uri, data)
         head = b""
         if size is None:
-            head = _read_exact(stream, self.multipart_threshold)
+            head = read_exact(stream, self.multipart_threshold)
             if len(head) < self.multipart_threshold:
                 return self._put(bucket, key, uri, head)
         return self._multipart_upload(bucket, key, uri, head, stream, size)
@@ -431,7 +415,7 @@ class S3Blockstore(Blockstore):
             response = self._client.put_object(Bucket=bucket, Key=key, Body=data, **self._sse)  # type: ignore[arg-type]
         except Exception as exc:
             raise self._error(exc, "write", uri) from exc
-        return ObjectStat(size=len(data), etag=_strip_etag(response.get("ETag")))
+        return ObjectStat(size=len(data), etag=strip_etag(response.get("ETag")))
 
     def _multipart_upload(
         self, bucket: str, key: str, uri: str, head: bytes, stream: ReadableStream, size: int | None
@@ -469,7 +453,7 @@ class S3Blockstore(Blockstore):
                 MultipartUpload={"Parts": parts},  # type: ignore[typeddict-item]
             )
             completed = True
-            return ObjectStat(size=written, etag=_strip_etag(result.get("ETag")))
+            return ObjectStat(size=written, etag=strip_etag(result.get("ETag")))
         except Exception as exc:
             raise self._error(exc, "write", uri) from exc
         finally:
@@ -505,7 +489,7 @@ class S3Blockstore(Blockstore):
                     yield ObjectInfo(
                         uri=f"s3://{bucket}/{item['Key']}",
                         size=int(item["Size"]),
-                        etag=_strip_etag(item.get("ETag")),
+                        etag=strip_etag(item.get("ETag")),
                     )
         except Exception as exc:
             raise self._error(exc, "list", uri_prefix) from exc
@@ -533,7 +517,7 @@ class S3Blockstore(Blockstore):
                 )
             except Exception as exc:
                 raise self._error(exc, f"copy {src_uri} ->", dst_uri) from exc
-            return ObjectStat(size=src.size, etag=_strip_etag(response.get("CopyObjectResult", {}).get("ETag")))
+            return ObjectStat(size=src.size, etag=strip_etag(response.get("CopyObjectResult", {}).get("ETag")))
         return self._multipart_copy(source, src_uri, src.size, dst_bucket, dst_key, dst_uri)
 
     def _multipart_copy(
@@ -565,7 +549,7 @@ class S3Blockstore(Blockstore):
                 MultipartUpload={"Parts": parts},  # type: ignore[typeddict-item]
             )
             completed = True
-            return ObjectStat(size=size, etag=_strip_etag(result.get("ETag")))
+            return ObjectStat(size=size, etag=strip_etag(result.get("ETag")))
         except Exception as exc:
             raise self._error(exc, f"copy {src_uri} ->", uri) from exc
         finally:
