@@ -1,0 +1,413 @@
+"""Shared pieces of the mirroring benchmarks: a throwaway environment, fast repositories, syncs in a child.
+
+Repositories are built the way a fast real writer builds them: lakeFS hands out a physical address per
+object (``get_physical_address``), the bytes go straight into MinIO with boto3 from many threads, and the
+object is linked into the branch (``link_physical_address``), then one commit. The objects get ordinary
+*relative* addresses inside the repository's namespace, exactly like uploads through lakeFS, so the
+engine copies them (the import API would give full addresses, which the engine deliberately skips).
+
+Also runnable as the child process that syncs one mirror (so a benchmark can read its peak RSS):
+
+    .venv/bin/python benchmarks/_fixtures.py sync --config replication-region-c.yaml --mirror NAME
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import lakefs_sdk
+import yaml
+
+from lakefs_mirror_dagster.config import load_config
+from lakefs_mirror_dagster.devenv import Environment, LakeFSRegion, MinioInstance, RegionSpec, environment_up
+from lakefs_mirror_dagster.devenv.environment import stop_environment
+from lakefs_mirror_dagster.lakefs import LakeFSClient
+from lakefs_mirror_dagster.replication import MirrorSyncResult, ReplicationService
+
+__all__ = [
+    "BENCH_REGIONS",
+    "BuiltRepository",
+    "ChildRun",
+    "ChildSync",
+    "add_one_object_commit",
+    "bench_environment",
+    "build_repository",
+    "cpu_delta",
+    "create_mirror",
+    "format_rate",
+    "machine_load",
+    "object_path",
+    "run_child",
+    "run_sync",
+    "server_cpu",
+    "service_config",
+    "split_s3_uri",
+    "sync_in_child",
+    "unique",
+]
+
+#: Source on one MinIO server, mirror on another (other endpoint, other credentials): copies cross servers.
+BENCH_REGIONS = (RegionSpec("region-a", "s3:minio-a"), RegionSpec("region-c", "s3:minio-c"))
+SOURCE, MIRROR = "region-a", "region-c"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def unique(prefix: str) -> str:
+    """A repository-safe unique name."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def machine_load() -> str:
+    """Load averages and core count, to print beside every figure (the machine is shared)."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
+
+
+def format_rate(nbytes: int, seconds: float) -> str:
+    return f"{nbytes / 1e6 / seconds:8.1f} MB/s" if seconds > 0 else "     inf MB/s"
+
+
+@contextlib.contextmanager
+def bench_environment(regions: tuple[RegionSpec, ...] = BENCH_REGIONS, *, keep: bool = False) -> Iterator[Environment]:
+    """lakeFS regions and MinIO servers in a temp dir; stopped and removed at the end, also on failure."""
+    state_dir = Path(tempfile.mkdtemp(prefix="lakefs-mirror-bench-"))
+    env: Environment | None = None
+    try:
+        started = time.monotonic()
+        env = environment_up(state_dir / "env", regions)
+        print(
+            f"[env] {len(env.regions)} lakeFS regions, {len(env.minio)} MinIO servers up in "
+            f"{time.monotonic() - started:.1f}s ({state_dir})",
+            flush=True,
+        )
+        yield env
+    finally:
+        if env is not None:
+            stop_environment(env)
+        if keep:
+            print(f"[env] kept {state_dir}")
+        else:
+            shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def split_s3_uri(uri: str) -> tuple[str, str]:
+    """``s3://bucket/key`` -> (bucket, key)."""
+    if not uri.startswith("s3://"):
+        raise ValueError(f"expected an s3:// address, got {uri!r}")
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    return bucket, key
+
+
+def service_config(env: Environment, region: str, *, direct_source: str | None = None) -> Path:
+    """The ready replication config of ``region``; with ``direct_source``, a copy that also reads that
+    region's store directly (``source_stores``) instead of through its lakeFS API."""
+    path = Path(env.state_dir) / f"replication-{region}.yaml"
+    if direct_source is None:
+        return path
+    data = yaml.safe_load(path.read_text())
+    data["source_stores"] = {direct_source: env.region(direct_source).blockstore}
+    out = path.with_name(f"replication-{region}-direct-{direct_source}.yaml")
+    out.write_text(yaml.safe_dump(data, sort_keys=False))
+    out.chmod(0o600)
+    return out
+
+
+def _admin(region: LakeFSRegion) -> LakeFSClient:
+    return LakeFSClient(region.endpoint, region.access_key_id, region.secret_access_key, timeout_s=900.0)
+
+
+@dataclass
+class BuiltRepository:
+    """A committed source repository: where it lives and what it holds."""
+
+    name: str
+    namespace: str
+    commit_id: str
+    objects: int
+    object_size: int
+    seconds: float
+
+    @property
+    def total_bytes(self) -> int:
+        return self.objects * self.object_size
+
+
+def _payload_factory(size: int) -> Callable[[int], bytes]:
+    """Distinct bytes per object without generating ``size`` random bytes each time: a shared random block
+    with the object's index stamped at the front."""
+    block = os.urandom(size)
+
+    def make(i: int) -> bytes:
+        stamp = f"{i:016d}".encode()
+        return stamp + block[len(stamp) :] if size >= len(stamp) else stamp[:size]
+
+    return make
+
+
+def build_repository(
+    env: Environment,
+    region_name: str,
+    *,
+    objects: int,
+    object_size: int,
+    name: str | None = None,
+    threads: int = 16,
+    prefix: str = "data",
+    progress_every: int = 20_000,
+) -> BuiltRepository:
+    """Create a repository in ``region_name`` (on MinIO) with ``objects`` objects of ``object_size`` bytes
+    in one commit on ``main``, via lakeFS-issued physical addresses and direct PUTs into MinIO."""
+    region = env.region(region_name)
+    if region.minio is None:
+        raise ValueError(f"region {region_name} is not on MinIO; the fast builder writes with boto3")
+    minio = env.minio[region.minio]
+    name = name or unique("bench")
+    started = time.monotonic()
+    client = _admin(region)
+    namespace = region.namespace_for(name)
+    client.create_repository(name, namespace)
+    conf = lakefs_sdk.Configuration(
+        host=region.api_url, username=region.access_key_id, password=region.secret_access_key
+    )
+    conf.connection_pool_maxsize = threads * 2
+    api = lakefs_sdk.ApiClient(conf)
+    staging = lakefs_sdk.StagingApi(api)
+    s3 = _s3_client(minio, threads)
+    payload = _payload_factory(object_size)
+    done = 0
+    lock = threading.Lock()
+
+    def put(i: int) -> None:
+        nonlocal done
+        path = object_path(prefix, i)
+        location = staging.get_physical_address(name, "main", path)
+        bucket, key = split_s3_uri(location.physical_address)
+        etag = s3.put_object(Bucket=bucket, Key=key, Body=payload(i))["ETag"].strip('"')
+        staging.link_physical_address(
+            name,
+            "main",
+            path,
+            lakefs_sdk.StagingMetadata(
+                staging=location, checksum=etag, size_bytes=object_size, content_type="application/octet-stream"
+            ),
+        )
+        with lock:
+            done += 1
+            if done % progress_every == 0:
+                rate = done / (time.monotonic() - started)
+                print(f"[build] {name}: {done:,}/{objects:,} objects ({rate:,.0f}/s)", flush=True)
+
+    try:
+        pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="build")
+        try:
+            for _ in pool.map(put, range(objects)):
+                pass
+        finally:  # on Ctrl-C or an error, drop the objects not started yet instead of finishing them all
+            pool.shutdown(wait=True, cancel_futures=True)
+        commit = client.commit(name, "main", f"{objects} objects of {object_size} bytes")
+    finally:
+        api.close()
+        client.close()
+    built = BuiltRepository(name, namespace, commit.id, objects, object_size, time.monotonic() - started)
+    print(
+        f"[build] {name}: {objects:,} x {object_size:,} B committed as {commit.id[:12]} in {built.seconds:.1f}s",
+        flush=True,
+    )
+    return built
+
+
+def add_one_object_commit(env: Environment, region_name: str, repo: str, path: str, *, size: int = 1024) -> str:
+    """One new object at ``path`` in one new commit on ``main`` (the incremental benchmark's change)."""
+    region = env.region(region_name)
+    client = _admin(region)
+    try:
+        client.upload_object(repo, "main", path, os.urandom(size))
+        return client.commit(repo, "main", f"add {path}").id
+    finally:
+        client.close()
+
+
+def object_path(prefix: str, i: int) -> str:
+    """The key ``build_repository`` gives object ``i``; a suffix after it sorts right behind it."""
+    return f"{prefix}/part-{i:07d}.bin"
+
+
+def _s3_client(minio: MinioInstance, threads: int) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "s3",
+        endpoint_url=minio.endpoint,
+        aws_access_key_id=minio.access_key,
+        aws_secret_access_key=minio.secret_key,
+        region_name="us-east-1",
+        config=Config(
+            s3={"addressing_style": "path"},
+            retries={"mode": "standard", "max_attempts": 5},
+            max_pool_connections=threads * 2,
+        ),
+    )
+
+
+def create_mirror(env: Environment, source_repo: str, *, name: str | None = None) -> str:
+    """Record a mirror of ``source_repo`` (region-a) into region-c, as the tests do; returns its name."""
+    name = name or unique("mirror")
+    service = ReplicationService(load_config(service_config(env, SOURCE), env={}))
+    try:
+        service.create_mirror(
+            source_repository=source_repo,
+            name=name,
+            region=MIRROR,
+            storage_namespace=env.region(MIRROR).namespace_for(name),
+        )
+    finally:
+        service.close()
+    return name
+
+
+@dataclass
+class ChildRun:
+    """A finished child process: exit code, output, wall time and its own resource usage (from ``wait4``)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+    peak_rss_bytes: int
+    cpu_seconds: float
+
+
+def run_child(
+    argv: list[str], *, env: dict[str, str] | None = None, timeout_s: float = 3600.0, what: str = "child"
+) -> ChildRun:
+    """Run ``argv`` to completion and read exactly its rusage (peak RSS, user + system CPU) with ``wait4``;
+    killed after ``timeout_s``."""
+    started = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO_ROOT, env=env)
+    output: dict[str, bytes] = {}
+    readers = [
+        threading.Thread(target=lambda k=k, s=s: output.__setitem__(k, s.read()), daemon=True)
+        for k, s in (("out", proc.stdout), ("err", proc.stderr))
+    ]
+    for t in readers:
+        t.start()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid == proc.pid:
+            break
+        if time.monotonic() > deadline:
+            proc.kill()
+            os.wait4(proc.pid, 0)
+            raise TimeoutError(f"{what} did not finish within {timeout_s:.0f}s")
+        time.sleep(0.05)
+    seconds = time.monotonic() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    for t in readers:
+        t.join(timeout=10)
+    return ChildRun(
+        returncode=proc.returncode,
+        stdout=output.get("out", b"").decode(errors="replace"),
+        stderr=output.get("err", b"").decode(errors="replace"),
+        seconds=seconds,
+        peak_rss_bytes=usage.ru_maxrss * 1024,
+        cpu_seconds=usage.ru_utime + usage.ru_stime,
+    )
+
+
+@dataclass
+class ChildSync:
+    """What a sync in a child process did, with the child's own resource usage."""
+
+    seconds: float
+    peak_rss_bytes: int
+    cpu_seconds: float
+    result: dict[str, Any]
+
+
+def sync_in_child(config: Path, mirror: str, *, timeout_s: float = 3600.0) -> ChildSync:
+    """Run one ``ReplicationService.sync`` of ``mirror`` in a fresh Python process; report its peak RSS
+    (``ru_maxrss`` of exactly that child), CPU time and wall time."""
+    argv = [sys.executable, str(Path(__file__).resolve()), "sync", "--config", str(config), "--mirror", mirror]
+    run = run_child(argv, timeout_s=timeout_s, what=f"sync of {mirror}")
+    if run.returncode != 0:
+        raise RuntimeError(f"sync child failed ({run.returncode}): {run.stderr[-3000:]}")
+    return ChildSync(run.seconds, run.peak_rss_bytes, run.cpu_seconds, json.loads(run.stdout))
+
+
+def _proc_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process, from /proc (0.0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_cpu(env: Environment) -> dict[str, float]:
+    """CPU seconds used so far by each server of ``env`` (``lakefs:<region>``, ``minio:<name>``); the
+    difference of two readings says which server a step kept busy."""
+    cpu = {f"lakefs:{name}": _proc_cpu_seconds(r.pid) for name, r in env.regions.items()}
+    cpu.update({f"minio:{name}": _proc_cpu_seconds(m.pid) for name, m in env.minio.items()})
+    return cpu
+
+
+def cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {k: after[k] - before.get(k, 0.0) for k in after}
+
+
+def run_sync(config: Path, mirror: str) -> tuple[float, MirrorSyncResult, dict[str, int]]:
+    """One sync pass of ``mirror`` in this process: seconds, result, and metadata files read from the source."""
+    service = ReplicationService(load_config(config, env={}))
+    try:
+        started = time.monotonic()
+        [result] = service.sync(name=mirror)
+        seconds = time.monotonic() - started
+        reads = dict(service.client(SOURCE).metadata_reads)
+    finally:
+        service.close()
+    if not result.ok:
+        raise RuntimeError(f"sync of {mirror} failed: {json.dumps(result.to_json())[:3000]}")
+    return seconds, result, reads
+
+
+def _child_main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="_fixtures.py sync")
+    parser.add_argument("command", choices=["sync"])
+    parser.add_argument("--config", type=Path, required=True)
+    parser.add_argument("--mirror", required=True)
+    args = parser.parse_args(argv)
+    seconds, result, reads = run_sync(args.config, args.mirror)
+    stats = [r.stats for r in result.refs]
+    summary = {
+        "seconds": seconds,
+        "objects_copied": sum(s.objects_copied for s in stats),
+        "bytes_copied": sum(s.bytes_copied for s in stats),
+        "ranges_validated": sum(s.ranges_validated for s in stats),
+        "metadata_reads": reads,
+        "self_maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    _child_main(sys.argv[1:])

@@ -1,0 +1,151 @@
+"""Incremental cost: the sync pass that mirrors one new 1-object commit, small repository vs large one.
+
+Two source repositories (default 1,000 and 200,000 objects) are built and fully mirrored (region-a on
+MinIO A -> region-c on MinIO B); then each gets one commit adding one object, and the sync pass that
+mirrors it is timed. Where the new key falls matters to lakeFS: a key after every existing key
+(``end``: e.g. a new partition) lands in a new range and leaves the old ones untouched, a key between
+existing keys (``middle``) makes lakeFS rewrite the range that holds it. Both are measured.
+
+An engine whose incremental cost follows the change, not the repository, gives a large/small ratio near 1
+(goal: <= 1.5). Also printed per pass: metadata files read from the source, and objects the pass looked at
+(copied + found present), which is where the cost of a changed range shows.
+
+    .venv/bin/python benchmarks/incremental.py [--small 1000] [--large 200000] [--repeat 1] [--quick]
+        [--object-size 1024] [--placements end,middle]
+
+The initial backfills run in a child process, whose peak RSS and time are printed as a by-product.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _fixtures as fx
+
+from lakefs_mirror_dagster.devenv import Environment
+
+MiB = 1024 * 1024
+
+
+@dataclass
+class Pass:
+    seconds: float
+    metadata_reads: dict[str, int]
+    objects_copied: int
+    objects_looked_at: int
+    ranges_transferred: int
+    ranges_skipped: int
+
+
+@dataclass
+class Measured:
+    objects: int
+    backfill_seconds: float
+    backfill_peak_rss: int
+    ranges: int
+    passes: dict[str, list[Pass]] = field(default_factory=dict)
+
+    def median_seconds(self, placement: str) -> float:
+        return statistics.median(p.seconds for p in self.passes[placement])
+
+
+def new_path(placement: str, objects: int) -> str:
+    """The new object's key: after every key (``end``) or right behind the middle object (``middle``)."""
+    if placement == "end":
+        return f"zz-new/{uuid.uuid4().hex}.bin"
+    return f"{fx.object_path('data', objects // 2)}.{uuid.uuid4().hex}"
+
+
+def measure(
+    env: Environment, objects: int, object_size: int, repeat: int, threads: int, placements: list[str]
+) -> Measured:
+    print(f"\n=== repository of {objects:,} objects ({fx.machine_load()})", flush=True)
+    built = fx.build_repository(env, fx.SOURCE, objects=objects, object_size=object_size, threads=threads)
+    mirror = fx.create_mirror(env, built.name)
+    config = fx.service_config(env, fx.MIRROR)
+    backfill = fx.sync_in_child(config, mirror)
+    if backfill.result["objects_copied"] != objects:
+        raise RuntimeError(f"backfill copied {backfill.result['objects_copied']} objects, expected {objects}")
+    ranges = int(backfill.result["ranges_validated"])
+    print(
+        f"[backfill] {objects:,} objects in {backfill.result['seconds']:.1f}s, {ranges} ranges, "
+        f"peak RSS {backfill.peak_rss_bytes / MiB:.0f} MiB ({fx.machine_load()})",
+        flush=True,
+    )
+    measured = Measured(objects, backfill.result["seconds"], backfill.peak_rss_bytes, ranges)
+    for placement, i in ((p, i) for p in placements for i in range(repeat)):
+        fx.add_one_object_commit(env, fx.SOURCE, built.name, new_path(placement, objects))
+        seconds, result, reads = fx.run_sync(config, mirror)
+        [main] = [r for r in result.refs if r.kind == "branch" and r.name == "main"]
+        s = main.stats
+        if main.action != "advanced" or s.objects_copied != 1:
+            raise RuntimeError(f"pass {i + 1}: expected main advanced with 1 object copied, got {main.to_json()}")
+        p = Pass(
+            seconds,
+            reads,
+            s.objects_copied,
+            s.objects_copied + s.objects_skipped,
+            s.ranges_transferred,
+            s.ranges_skipped,
+        )
+        measured.passes.setdefault(placement, []).append(p)
+        print(
+            f"[incremental] {placement} pass {i + 1}: {seconds:.2f}s, metadata reads {reads}, objects looked at "
+            f"{p.objects_looked_at:,}, ranges transferred {p.ranges_transferred}, skipped {p.ranges_skipped} "
+            f"({fx.machine_load()})",
+            flush=True,
+        )
+    return measured
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--small", type=int, default=1_000, help="objects in the small repository")
+    parser.add_argument("--large", type=int, default=200_000, help="objects in the large repository")
+    parser.add_argument("--object-size", type=int, default=1024, help="bytes per object")
+    parser.add_argument("--repeat", type=int, default=1, help="incremental commits (and passes) per repository")
+    parser.add_argument("--threads", type=int, default=16, help="threads building the repositories")
+    parser.add_argument("--placements", default="end,middle", help="where new keys go: end, middle")
+    parser.add_argument("--quick", action="store_true", help="large repository of 20,000 objects")
+    args = parser.parse_args()
+    placements = [p.strip() for p in args.placements.split(",") if p.strip()]
+    if not placements or any(p not in ("end", "middle") for p in placements):
+        parser.error(f"--placements takes end and/or middle, got {args.placements!r}")
+    if args.quick:
+        args.large = min(args.large, 20_000)
+    if min(args.small, args.large, args.object_size, args.repeat, args.threads) < 1:
+        parser.error("counts and sizes must be at least 1")
+    if args.large < args.small:
+        parser.error(f"--large ({args.large}) must not be smaller than --small ({args.small})")
+    print(f"start: {fx.machine_load()}")
+    with fx.bench_environment() as env:
+        small = measure(env, args.small, args.object_size, args.repeat, args.threads, placements)
+        large = measure(env, args.large, args.object_size, args.repeat, args.threads, placements)
+    print(f"\nincremental sync of one 1-object commit (median of {args.repeat}), {fx.machine_load()}")
+    for m in (small, large):
+        print(
+            f"  {m.objects:>9,} objects, {m.ranges:>3} ranges after backfill "
+            f"(backfill {m.backfill_seconds:.0f}s, peak RSS {m.backfill_peak_rss / MiB:.0f} MiB)"
+        )
+        for placement in placements:
+            p = m.passes[placement][-1]
+            print(
+                f"    new key at {placement:<6}: {m.median_seconds(placement):7.2f} s   metadata reads "
+                f"{p.metadata_reads}, objects looked at {p.objects_looked_at:,}, ranges transferred "
+                f"{p.ranges_transferred}"
+            )
+    for placement in placements:
+        ratio = large.median_seconds(placement) / small.median_seconds(placement)
+        verdict = "meets" if ratio <= 1.5 else "misses"
+        print(f"  ratio large/small, new key at {placement}: {ratio:.2f}  ({verdict} goal <= 1.5)")
+
+
+if __name__ == "__main__":
+    main()
