@@ -120,7 +120,7 @@ def main() -> None:
                     spark_times = []
                     for _ in range(2):  # the first call also starts the Python workers
                         validator = SparkRangeValidator(
-                            spark,
+                            lambda: spark,
                             settings,
                             record.storage_namespace,
                             strict_full_addresses=False,

@@ -7,7 +7,7 @@ commit that was not completely present at the destination.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import dagster as dg
@@ -40,6 +40,7 @@ def ranges_validated_result(
     error: str | None,
     failures: Sequence[RangeValidation],
     ranges_validated: int,
+    validated_on: Iterable[str] = (),
 ) -> dg.AssetCheckResult:
     """The check's outcome for one branch promotion attempt; lists the first missing objects."""
     missing: list[str] = []
@@ -53,6 +54,7 @@ def ranges_validated_result(
         "branch": branch,
         "target_commit_id": target,
         "ranges_validated": ranges_validated,
+        "validated_on": "+".join(sorted(validated_on)) or "none",
         "failed_ranges": len(failures),
         "missing_objects": sum(f.missing_count for f in failures),
     }

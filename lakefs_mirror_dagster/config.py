@@ -803,6 +803,7 @@ class SparkConfig:
     # Measured crossover on a loaded 2-core machine, local[2]: ~5,750 objects (benchmarks/transfer_paths.py).
     transfer_threshold_objects: int = field(default=6000, metadata=_meta(_at_least(0)))
     transfer_max_partitions: int = field(default=8, metadata=_meta(_at_least(1)))
+    validation_threshold_ranges: int = field(default=16, metadata=_meta(_at_least(0)))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1744,6 +1745,7 @@ spark:
   transfer_enabled: false             # copy objects in Spark tasks (Dagster; the CLI: sync --spark)
   transfer_threshold_objects: 6000    # fewer objects in a metarange's new ranges: copy in-process
   transfer_max_partitions: 8          # Spark partitions the new ranges of a metarange spread over
+  validation_threshold_ranges: 16     # fewer new ranges: validate in-process (a Spark session takes ~30 s to start)
 
 # Direct read access to other regions' storage (same shape as blockstore). Without an entry the source
 # objects are read through that region's lakeFS API.

@@ -1,5 +1,9 @@
 """Range validation on Spark: one task per slice of range IDs, each reading the destination store itself.
 
+Batches of fewer than ``min_ranges`` ranges (a commit that touched a few files) are validated in this
+process with the same ``validate_range``: starting a Spark session costs tens of seconds, checking a
+handful of ranges well under one, and the session is only ever started when a batch reaches the threshold.
+
 The driver sends only range IDs, the namespace and the strictness flag in the task closure; the store
 settings (which hold credentials) travel in a broadcast variable, so they never appear in a task's
 serialized closure, in Spark's logs or in Dagster's event log. Each task builds its own blockstore from
@@ -9,7 +13,8 @@ those plain settings and calls the same ``validate_range`` the in-process valida
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .replication.validation import RangeValidation, validate_range
@@ -30,22 +35,30 @@ def _validate_partition(
 class SparkRangeValidator:
     """A ``RangeValidator`` (``Callable[[Sequence[str]], list[RangeValidation]]``) backed by Spark.
 
-    ``failures`` keeps the failed validations of the last call, so the asset can report which objects
-    were missing.
+    ``failures`` keeps the failed validations of every call, so the asset can report which objects were
+    missing; ``paths`` says where batches ran (``spark``, ``in_process``). ``session`` is called only when
+    a batch of at least ``min_ranges`` ranges arrives.
     """
 
     def __init__(
         self,
-        spark: Any,
+        session: Callable[[], Any],
         store_settings: Mapping[str, Any],
         namespace: str,
         *,
         strict_full_addresses: bool,
         num_partitions: int,
+        min_ranges: int = 0,
+        local_workers: int = 3,
     ) -> None:
         if num_partitions < 1:
             raise ValueError(f"num_partitions must be at least 1, got {num_partitions}")
-        self._spark = spark
+        if min_ranges < 0:
+            raise ValueError(f"min_ranges must be at least 0, got {min_ranges}")
+        self._session = session
+        self.min_ranges = min_ranges
+        self.local_workers = max(1, local_workers)
+        self.paths: set[str] = set()
         self._settings = dict(store_settings)
         self.namespace = namespace
         self.strict_full_addresses = strict_full_addresses
@@ -57,7 +70,9 @@ class SparkRangeValidator:
         ids = list(range_ids)
         if not ids:
             return []
-        sc = self._spark.sparkContext
+        if len(ids) < self.min_ranges:
+            return self._record(ids, self._validate_here(ids), "in_process")
+        sc = self._session().sparkContext
         settings = sc.broadcast(self._settings)
         try:
             task = functools.partial(_validate_partition, settings, self.namespace, self.strict_full_addresses)
@@ -69,6 +84,18 @@ class SparkRangeValidator:
         missing = [rid for rid in ids if rid not in by_id]
         if missing:  # a lost task must not read as "valid"
             raise RuntimeError(f"Spark returned no validation for {len(missing)} range(s), e.g. {missing[0]}")
+        return self._record(ids, [by_id[rid] for rid in ids], "spark")
+
+    def _validate_here(self, ids: list[str]) -> list[RangeValidation]:
+        store = build_blockstore(self._settings)
+        strict = self.strict_full_addresses
+        with ThreadPoolExecutor(max_workers=self.local_workers, thread_name_prefix="validate") as pool:
+            return list(
+                pool.map(lambda rid: validate_range(store, self.namespace, rid, strict_full_addresses=strict), ids)
+            )
+
+    def _record(self, ids: list[str], results: list[RangeValidation], path: str) -> list[RangeValidation]:
+        self.paths.add(path)
         self.validated += len(results)
         self.failures.extend(r for r in results if not r.ok)
-        return [by_id[rid] for rid in ids]
+        return results

@@ -106,6 +106,7 @@ def _mirror_branch(
         error=prepared.error,
         failures=validator.failures,
         ranges_validated=prepared.stats.ranges_validated,
+        validated_on=validator.paths,
     )
     if prepared.error is not None:
         blocked = RefResult("branch", branch, source_head, mirror_head, mirror_head, "blocked", prepared.stats)

@@ -109,6 +109,7 @@ def _mirror_tags(
         error=error,
         failures=validator.failures,
         ranges_validated=outcome.stats.ranges_validated,
+        validated_on=validator.paths,
     )
     after = list_tags(service.client(mirror.destination_region), mirror.name, page_size=page)
     yield dg.MaterializeResult(

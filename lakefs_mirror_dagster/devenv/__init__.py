@@ -17,6 +17,7 @@ from .environment import (
     stop_environment,
 )
 from .processes import DevenvError
+from .restart import restart_server, start_server, stop_server
 from .servers import LakeFSRegion, MinioInstance, start_lakefs, start_minio
 from .versions import LAKEFS_VERSION, MINIO_VERSION
 
@@ -38,7 +39,10 @@ __all__ = [
     "environment_up",
     "load_environment",
     "parse_region_spec",
+    "restart_server",
     "start_lakefs",
     "start_minio",
+    "start_server",
     "stop_environment",
+    "stop_server",
 ]

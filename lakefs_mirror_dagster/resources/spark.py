@@ -47,6 +47,9 @@ class SparkValidatorResource(dg.ConfigurableResource):
 
     pyspark: LazyPySparkResource
     num_workers: int = Field(default=3, ge=1, description="Spark partitions the range IDs are spread over.")
+    min_ranges: int = Field(
+        default=16, ge=0, description="Batches of fewer ranges are validated in-process (no Spark session)."
+    )
 
     def validator_for(self, service: ReplicationService, mirror: Mirror) -> SparkRangeValidator:
         """A fresh validator for ``mirror``'s destination store and namespace."""
@@ -57,11 +60,12 @@ class SparkValidatorResource(dg.ConfigurableResource):
             multipart_chunk_size=config.transfer.multipart_chunk_size,
         )
         return SparkRangeValidator(
-            self.session(),
+            self.session,
             settings,
             mirror.storage_namespace,
             strict_full_addresses=config.transfer.strict_full_addresses,
             num_partitions=self.num_workers,
+            min_ranges=self.min_ranges,
         )
 
     def transferer_for(
@@ -94,4 +98,8 @@ class SparkValidatorResource(dg.ConfigurableResource):
     ) -> SparkValidatorResource:
         """Built from the replication config's ``spark`` and ``validator.num_workers``."""
         conf = {**spark_session_config(spark), **(extra or {})}
-        return cls(pyspark=LazyPySparkResource(spark_config=conf), num_workers=num_workers)
+        return cls(
+            pyspark=LazyPySparkResource(spark_config=conf),
+            num_workers=num_workers,
+            min_ranges=spark.validation_threshold_ranges,
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -78,7 +79,10 @@ def mirror_case(
         storage_namespace=lakefs_env.region("region-b").namespace_for(name),
     )
     path = config_path("region-b")
-    case = MirrorCase(repo, mirror, src, dst_svc.client("region-b"), src_svc, dst_svc, load_config(path, env={}), path)
+    config = load_config(path, env={})
+    # Validate every batch on Spark, however small (the default keeps batches under 16 ranges in-process).
+    config = dataclasses.replace(config, spark=dataclasses.replace(config.spark, validation_threshold_ranges=0))
+    case = MirrorCase(repo, mirror, src, dst_svc.client("region-b"), src_svc, dst_svc, config, path)
     case.commit("main", {f"tables/t/part-{i}.parquet": 100 + i for i in range(3)}, "first")
     return case
 

@@ -64,15 +64,17 @@ def test_sensor_ticks_request_runs_that_mirror_every_branch(mirror_case: MirrorC
     }
     assert set(instance.get_dynamic_partitions(branch_partitions_name(name))) == {"main", "feature"}
 
-    validated = []
+    validated, paths = [], set()
     for request in tick.run_requests:
         result = _run(defs, name, request.partition_key, instance)
         assert result.success
         [check] = result.get_asset_check_evaluations()
         assert check.passed
         validated.append(check.metadata["ranges_validated"].value)
+        paths.add(check.metadata["validated_on"].value)
     # Spark validated the new ranges before the branches moved (ranges shared by both are validated once).
     assert sum(validated) >= 2, validated
+    assert "spark" in paths and paths <= {"spark", "none"}, paths  # "none": every range already validated
     assert_mirror_equals_source(case.src, case.repo, case.dst, name)
 
     # In sync: the next tick requests nothing.
@@ -132,6 +134,7 @@ def test_missing_destination_object_fails_validation_and_blocks_promotion(mirror
                 return inner(range_ids)
 
             validate.failures = inner.failures  # type: ignore[attr-defined]
+            validate.paths = inner.paths  # type: ignore[attr-defined]
             return validate
 
     instance.add_dynamic_partitions(branch_partitions_name(name), ["main"])

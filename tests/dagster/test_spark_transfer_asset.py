@@ -36,6 +36,9 @@ def test_branch_run_transfers_on_spark_above_the_threshold(mirror_case: MirrorCa
         raise_on_error=False,
     )
     assert run.success
+    # Two ranges to validate, below the default validation_threshold_ranges (16): checked without Spark.
+    [check] = run.get_asset_check_evaluations()
+    assert check.passed and check.metadata["validated_on"].value == "in_process"
     event = instance.get_latest_materialization_event(mirror_asset_key(name))
     assert event is not None and event.asset_materialization is not None
     metadata = {k: v.value for k, v in event.asset_materialization.metadata.items()}

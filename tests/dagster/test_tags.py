@@ -108,6 +108,7 @@ def test_a_tag_whose_commit_fails_validation_is_not_created(mirror_case: MirrorC
                 return inner(range_ids)
 
             validate.failures = inner.failures  # type: ignore[attr-defined]
+            validate.paths = inner.paths  # type: ignore[attr-defined]
             return validate
 
     resources = {**dict(defs.resources or {}), "spark_validator": LosingTheSecondCommitsObject(**base.__dict__)}
