@@ -1,0 +1,414 @@
+"""Source-commit-to-mirror lag, under the Dagster daemon and under the engine's own loop, in one run.
+
+Starts two local lakeFS regions, a source repository in region-a and its mirror in region-b (converged
+first). Then, for each mode, it makes ``--commits`` one-object commits on ``main``, one at a time: the lag
+of a commit is the time from the moment the commit call returned (the commit exists) until the mirror's
+``main`` equals it, polled every 0.2 s. A random pause (0 to one interval) before each commit spreads the
+commits over the phase of the polling interval, so p50 is not an artefact of the phase.
+
+- ``dagster``: ``dagster-daemon run -w workspace.yaml`` with a temporary DAGSTER_HOME (default instance:
+  queued run coordinator, runs in subprocesses). The commit sensor runs by default. After the run,
+  each Dagster run's event log is read back and the lag is split into stages.
+- ``engine``: ``lakefs-mirror sync`` polling every ``commit_sensor.process_branches_duration``.
+
+    .venv/bin/python benchmarks/lag.py [--commits 20] [--interval 5s] [--modes dagster,engine]
+        [--dequeue-interval SECONDS] [--json out.json]
+
+Goal: p50 <= 10 s under Dagster with a 5 s sensor interval. Exits 1 when the goal is missed or a commit
+did not reach the mirror (logs and the Dagster instance are then kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from lakefs_mirror_dagster.config import format_duration, parse_duration
+from lakefs_mirror_dagster.devenv import DEFAULT_REGIONS, Environment, environment_up
+from lakefs_mirror_dagster.devenv.environment import stop_environment
+from lakefs_mirror_dagster.devenv.processes import pid_alive, start_process, stop_pid
+from lakefs_mirror_dagster.lakefs import LakeFSClient, LakeFSNotFound
+from lakefs_mirror_dagster.replication import ReplicationService
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+SOURCE_REGION, MIRROR_REGION = "region-a", "region-b"
+REPO, MIRROR, BRANCH = "lagbench", "lagbench-mirror", "main"
+POLL_S = 0.2
+GOAL_P50_S = 10.0
+MODES = ("dagster", "engine")
+
+
+@dataclass
+class Sample:
+    """One commit: when its creation call returned, when the mirror showed it (time.time() seconds)."""
+
+    commit_id: str
+    committed_at: float
+    mirrored_at: float | None = None
+
+    @property
+    def lag(self) -> float | None:
+        return None if self.mirrored_at is None else self.mirrored_at - self.committed_at
+
+
+@dataclass
+class ModeResult:
+    mode: str
+    samples: list[Sample] = field(default_factory=list)
+    stages: list[dict[str, float]] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def lags(self) -> list[float]:
+        return [s.lag for s in self.samples if s.lag is not None]
+
+
+def percentile(values: list[float], p: float) -> float:
+    """Nearest-rank percentile (p in 0..100), the value a reader can find in the raw list."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+# ---------------------------------------------------------------------------------------------- setup
+def _write_config(env: Environment, interval: str) -> Path:
+    """The mirror region's replication config with the commit sensor / sync interval under test."""
+    source = Path(env.state_dir) / f"replication-{MIRROR_REGION}.yaml"
+    data = yaml.safe_load(source.read_text())
+    data["commit_sensor"] = {**data.get("commit_sensor", {}), "process_branches_duration": interval}
+    path = Path(env.state_dir) / f"lag-{MIRROR_REGION}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    path.chmod(0o600)
+    return path
+
+
+def _client(env: Environment, region: str) -> LakeFSClient:
+    r = env.region(region)
+    return LakeFSClient(r.endpoint, r.access_key_id, r.secret_access_key)
+
+
+def _prepare(env: Environment, config_path: Path) -> None:
+    """Source repository with a few commits, the mirror created and converged by one engine pass."""
+    from lakefs_mirror_dagster.config import load_config
+
+    src = _client(env, SOURCE_REGION)
+    src.create_repository(REPO, env.region(SOURCE_REGION).namespace_for(REPO))
+    for day in range(3):
+        for part in range(4):
+            src.upload_object(REPO, BRANCH, f"events/day={day}/part-{part}.json", os.urandom(4096))
+        src.commit(REPO, BRANCH, f"day {day}")
+    source_svc = ReplicationService(load_config(Path(env.state_dir) / f"replication-{SOURCE_REGION}.yaml", env={}))
+    mirror_svc = ReplicationService(load_config(config_path, env={}))
+    try:
+        source_svc.create_mirror(
+            source_repository=REPO,
+            name=MIRROR,
+            region=MIRROR_REGION,
+            storage_namespace=env.region(MIRROR_REGION).namespace_for(MIRROR),
+        )
+        results = mirror_svc.sync(name=MIRROR)
+        if not results or not all(r.ok for r in results):
+            raise RuntimeError(f"the initial sync of {MIRROR} failed: {results}")
+    finally:
+        source_svc.close()
+        mirror_svc.close()
+
+
+# ---------------------------------------------------------------------------------------------- measuring
+def _mirror_head(client: LakeFSClient) -> str | None:
+    try:
+        return client.get_branch_head(MIRROR, BRANCH)
+    except LakeFSNotFound:
+        return None
+
+
+def _wait_mirrored(client: LakeFSClient, commit_id: str, timeout_s: float, alive: Callable[[], bool]) -> float | None:
+    """Poll the mirror's head every POLL_S until it is ``commit_id``; the wall time it was seen, or None."""
+    deadline = time.monotonic() + timeout_s
+    for _ in range(int(timeout_s / POLL_S) + 2):
+        if _mirror_head(client) == commit_id:
+            return time.time()
+        if time.monotonic() > deadline or not alive():
+            return None
+        time.sleep(POLL_S)
+    return None
+
+
+def _measure(
+    env: Environment,
+    mode: str,
+    commits: int,
+    warmup: int,
+    interval_s: float,
+    timeout_s: float,
+    alive: Callable[[], bool],
+    rng: random.Random,
+) -> ModeResult:
+    src, dst = _client(env, SOURCE_REGION), _client(env, MIRROR_REGION)
+    result = ModeResult(mode)
+    for n in range(warmup + commits):
+        time.sleep(rng.uniform(0, interval_s))
+        src.upload_object(REPO, BRANCH, f"lag/{mode}/{n:04d}.json", json.dumps({"n": n, "mode": mode}).encode())
+        commit = src.commit(REPO, BRANCH, f"{mode} lag probe {n}")
+        sample = Sample(commit.id, time.time())
+        sample.mirrored_at = _wait_mirrored(dst, commit.id, timeout_s, alive)
+        label = "warm-up" if n < warmup else f"{n - warmup + 1}/{commits}"
+        shown = f"{sample.lag:6.2f}s" if sample.lag is not None else "NOT MIRRORED"
+        print(f"[lag] {mode:7} {label:>7} {commit.id[:12]} {shown}", flush=True)
+        if sample.lag is None:
+            result.error = f"commit {commit.id} not mirrored within {timeout_s:.0f}s" + ("" if alive() else " (died)")
+            break
+        if n >= warmup:
+            result.samples.append(sample)
+    return result
+
+
+@contextmanager
+def _server(argv: list[str], log: Path, env: dict[str, str]) -> Iterator[Callable[[], bool]]:
+    """A subprocess in its own process group (its children too), stopped whatever happens."""
+    process = start_process(argv, log_path=log, env=env, cwd=ROOT)
+    try:
+        yield lambda: process.poll() is None
+    finally:
+        stop_pid(process.pid, timeout_s=30)
+        if pid_alive(process.pid):
+            print(f"[lag] WARNING: {argv[0]} (pid {process.pid}) still alive", file=sys.stderr)
+
+
+def run_dagster(
+    env: Environment, config_path: Path, work: Path, *, dequeue_interval: int | None = None, **kw: Any
+) -> ModeResult:
+    home = work / "dagster_home"
+    home.mkdir(parents=True, exist_ok=True)
+    instance_config: dict[str, Any] = {"telemetry": {"enabled": False}}
+    if dequeue_interval is not None:
+        instance_config["run_coordinator"] = {
+            "module": "dagster.core.run_coordinator",
+            "class": "QueuedRunCoordinator",
+            "config": {"dequeue_interval_seconds": dequeue_interval},
+        }
+    (home / "dagster.yaml").write_text(yaml.safe_dump(instance_config))
+    variables = {"DAGSTER_HOME": str(home), "LAKEFS_MIRROR_CONFIG": str(config_path)}
+    argv = [str(BIN / "dagster-daemon"), "run", "-w", str(ROOT / "workspace.yaml")]
+    print(f"[lag] dagster: {' '.join(argv)} (DAGSTER_HOME={home}, log {work / 'dagster-daemon.log'})", flush=True)
+    with _server(argv, work / "dagster-daemon.log", variables) as alive:
+        result = _measure(env, "dagster", alive=alive, **kw)
+        _wait_runs_done(home)
+    result.stages = _dagster_stages(home, result.samples)
+    return result
+
+
+def run_engine(env: Environment, config_path: Path, work: Path, **kw: Any) -> ModeResult:
+    argv = [str(BIN / "lakefs-mirror"), "--config", str(config_path), "sync", "--mirror", MIRROR]
+    print(f"[lag] engine: {' '.join(argv)} (log {work / 'sync.log'})", flush=True)
+    with _server(argv, work / "sync.log", {}) as alive:
+        return _measure(env, "engine", alive=alive, **kw)
+
+
+# ---------------------------------------------------------------------------------------------- where the time goes
+STAGES = (
+    ("detect", "commit -> run created by a commit-sensor tick"),
+    ("queue", "run created -> RUN_STARTING (queued run coordinator dequeues and launches it)"),
+    ("launch", "RUN_STARTING -> RUN_START (run worker subprocess: Python, Dagster, definitions)"),
+    ("init", "RUN_START -> STEP_START (resources)"),
+    ("prepare", "STEP_START -> 'source head' log (service, mirror lookup, Spark session start)"),
+    ("validate", "'source head' log -> ranges_validated check (transfer + Spark validation job)"),
+    ("promote", "check -> ASSET_MATERIALIZATION (commit records, ref move)"),
+    ("seen", "materialization -> mirror head seen by the 0.2 s poller"),
+    ("finish", "materialization -> run success (teardown; after the mirror moved, not in the lag)"),
+)
+
+
+def _run_marks(instance: Any, run_id: str) -> dict[str, float]:
+    """First timestamp of each event type of a run, and of the asset's 'source head' log line."""
+    marks: dict[str, float] = {}
+    for entry in instance.all_logs(run_id):
+        event = entry.dagster_event
+        if event is not None:
+            marks.setdefault(event.event_type.name, entry.timestamp)
+        elif "source head" in entry.user_message:
+            marks.setdefault("source_head", entry.timestamp)
+    return marks
+
+
+def _dagster_stages(home: Path, samples: list[Sample]) -> list[dict[str, float]]:
+    """Per measured commit, the stages of its run, from the event log's timestamps."""
+    import dagster as dg
+
+    by_commit = {s.commit_id: s for s in samples}
+    stages: list[dict[str, float]] = []
+    need = ("RUN_STARTING", "RUN_START", "STEP_START", "source_head", "ASSET_CHECK_EVALUATION", "ASSET_MATERIALIZATION")
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        for record in instance.get_run_records(filters=dg.RunsFilter(tags={"lakefs_mirror/mirror": MIRROR})):
+            # Run keys are <mirror>/<branch>/<source head>@<mirror head> (sensors/commits.py).
+            key = record.dagster_run.tags.get("dagster/run_key", "")
+            sample = by_commit.get(key.rsplit("/", 1)[-1].split("@")[0])
+            marks = _run_marks(instance, record.dagster_run.run_id)
+            if sample is None or sample.mirrored_at is None or not all(k in marks for k in need):
+                continue
+            created = record.create_timestamp.timestamp()
+            ended = marks.get("RUN_SUCCESS", marks.get("RUN_FAILURE", math.nan))
+            stages.append(
+                {
+                    "lag": sample.mirrored_at - sample.committed_at,
+                    "detect": created - sample.committed_at,
+                    "queue": marks["RUN_STARTING"] - created,
+                    "launch": marks["RUN_START"] - marks["RUN_STARTING"],
+                    "init": marks["STEP_START"] - marks["RUN_START"],
+                    "prepare": marks["source_head"] - marks["STEP_START"],
+                    "validate": marks["ASSET_CHECK_EVALUATION"] - marks["source_head"],
+                    "promote": marks["ASSET_MATERIALIZATION"] - marks["ASSET_CHECK_EVALUATION"],
+                    "seen": sample.mirrored_at - marks["ASSET_MATERIALIZATION"],
+                    "finish": ended - marks["ASSET_MATERIALIZATION"],
+                }
+            )
+    return stages
+
+
+def _wait_runs_done(home: Path, timeout_s: float = 180.0) -> None:
+    """Let the last run finish (it tears Spark down after promoting) before the daemon is stopped."""
+    import dagster as dg
+
+    deadline = time.monotonic() + timeout_s
+    unfinished = [
+        dg.DagsterRunStatus.QUEUED,
+        dg.DagsterRunStatus.NOT_STARTED,
+        dg.DagsterRunStatus.STARTING,
+        dg.DagsterRunStatus.STARTED,
+        dg.DagsterRunStatus.CANCELING,
+    ]
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        for _ in range(int(timeout_s) + 1):
+            if not instance.get_run_records(filters=dg.RunsFilter(statuses=unfinished)):
+                return
+            if time.monotonic() > deadline:
+                print(f"[lag] WARNING: runs still unfinished after {timeout_s:.0f}s; stopping the daemon", flush=True)
+                return
+            time.sleep(1)
+
+
+# ---------------------------------------------------------------------------------------------- report
+def report(results: list[ModeResult], interval: str, commits: int) -> bool:
+    """Print p50/p95/max per mode, the Dagster stage medians, and whether the goal is met."""
+    print(f"\n[lag] source commit -> mirror head, {commits} commit(s) per mode, interval {interval}, poll {POLL_S}s")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"[lag] load average now {load} on {os.cpu_count()} CPU(s): other work on the machine inflates every figure")
+    print(f"  {'mode':8} {'n':>3} {'p50':>8} {'p95':>8} {'max':>8} {'min':>8}")
+    goal_met = False
+    for r in results:
+        lags = r.lags
+        if lags:
+            print(
+                f"  {r.mode:8} {len(lags):3d} {statistics.median(lags):7.2f}s {percentile(lags, 95):7.2f}s "
+                f"{max(lags):7.2f}s {min(lags):7.2f}s" + (f"  ({r.error})" if r.error else "")
+            )
+        else:
+            print(f"  {r.mode:8}   0  no sample: {r.error}")
+        if r.mode == "dagster" and lags and not r.error:
+            goal_met = statistics.median(lags) <= GOAL_P50_S
+    for r in results:
+        if r.stages:
+            print(f"\n[lag] where the time goes under Dagster (median / max over {len(r.stages)} run(s)):")
+            for name, what in STAGES:
+                values = [s[name] for s in r.stages]
+                print(f"  {name:9} {statistics.median(values):6.2f}s {max(values):6.2f}s  {what}")
+    dagster = next((r for r in results if r.mode == "dagster"), None)
+    if dagster is not None:
+        verdict = "MET" if goal_met else "MISSED"
+        print(f"\n[lag] goal p50 <= {GOAL_P50_S:.0f}s under Dagster: {verdict}")
+    return goal_met or dagster is None
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--commits", type=int, default=20, help="measured commits per mode (default 20)")
+    parser.add_argument("--warmup", type=int, default=1, help="unmeasured commits first, per mode (default 1)")
+    parser.add_argument("--interval", default="5s", help="commit sensor / sync interval (default 5s)")
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: dagster, engine")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds one commit may take to mirror")
+    parser.add_argument("--seed", type=int, default=7, help="seed of the pauses between commits")
+    parser.add_argument("--state-dir", type=Path, help="where servers keep data (default: a temporary dir)")
+    parser.add_argument(
+        "--dequeue-interval",
+        type=int,
+        help="seconds between the run queue's dequeues (default: Dagster's own default, 5)",
+    )
+    parser.add_argument("--json", type=Path, help="also write every sample and stage here")
+    args = parser.parse_args(argv)
+    if args.commits < 1 or args.warmup < 0 or args.timeout <= 0:
+        parser.error("--commits must be >= 1, --warmup >= 0 and --timeout > 0")
+    if args.dequeue_interval is not None and args.dequeue_interval < 1:
+        parser.error("--dequeue-interval must be at least 1 (seconds)")
+    try:
+        args.interval_td = parse_duration(args.interval)
+    except ValueError as exc:
+        parser.error(f"--interval: {exc}")
+    if args.interval_td.total_seconds() < 1:
+        parser.error("--interval must be at least 1s (Dagster sensors tick in whole seconds)")
+    args.mode_list = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = sorted(set(args.mode_list) - set(MODES))
+    if unknown or not args.mode_list:
+        parser.error(f"--modes: unknown {unknown or 'empty'}; choose from {', '.join(MODES)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
+    interval = format_duration(args.interval_td)
+    work = args.state_dir or Path(tempfile.mkdtemp(prefix="lakefs-mirror-lag-"))
+    started = time.monotonic()
+    env = environment_up(work / "env", DEFAULT_REGIONS)
+    results: list[ModeResult] = []
+    try:
+        config_path = _write_config(env, interval)
+        _prepare(env, config_path)
+        print(f"[lag] regions up, {REPO} mirrored to {MIRROR} ({time.monotonic() - started:.1f}s)", flush=True)
+        common: dict[str, Any] = {
+            "commits": args.commits,
+            "warmup": args.warmup,
+            "interval_s": args.interval_td.total_seconds(),
+            "timeout_s": args.timeout,
+            "rng": random.Random(args.seed),
+        }
+        for mode in args.mode_list:
+            (work / mode).mkdir(parents=True, exist_ok=True)
+            if mode == "dagster":
+                results.append(
+                    run_dagster(env, config_path, work / mode, dequeue_interval=args.dequeue_interval, **common)
+                )
+            else:
+                results.append(run_engine(env, config_path, work / mode, **common))
+    finally:
+        stop_environment(env)
+    ok = report(results, interval, args.commits)
+    if args.json:
+        args.json.write_text(json.dumps([asdict(r) for r in results], indent=2))
+        print(f"[lag] samples written to {args.json}")
+    success = ok and not any(r.error for r in results)
+    if args.state_dir is None and success:
+        shutil.rmtree(work, ignore_errors=True)
+        print(f"[lag] {time.monotonic() - started:.0f}s in all")
+    else:
+        print(f"[lag] {time.monotonic() - started:.0f}s in all; logs and Dagster instance kept in {work}")
+    return 0 if success else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
