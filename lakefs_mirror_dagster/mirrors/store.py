@@ -35,7 +35,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.pool import StaticPool
 
 from .errors import (
@@ -532,7 +532,11 @@ class MirrorStore:
                     with conn.begin():
                         return op(conn)
             except DBAPIError as exc:
-                if isinstance(exc, IntegrityError) or not _transient(exc):
+                if isinstance(exc, IntegrityError):
+                    raise
+                if not _transient(exc):
+                    if isinstance(exc, OperationalError | InterfaceError):  # down, refused, wrong password, ...
+                        raise MirrorsDatabaseError(f"mirrors database {self.url} failed: {exc.orig}") from exc
                     raise
                 if attempt == _TRANSIENT_RETRIES - 1:
                     raise MirrorsDatabaseError(
