@@ -122,6 +122,15 @@ def _converge_with_dagster(state_dir: Path, config_path: Path) -> str:
     return f"{len(result.runs)} partitioned run(s) in {result.rounds} sensor round(s)"
 
 
+def _validate_on_spark(config_path: Path) -> None:
+    """The demo's commits are tiny, below ``spark.validation_threshold_ranges``: show Spark validating anyway."""
+    import yaml
+
+    raw = yaml.safe_load(config_path.read_text())
+    raw.setdefault("spark", {})["validation_threshold_ranges"] = 0
+    config_path.write_text(yaml.safe_dump(raw, sort_keys=False))
+
+
 def _history(state_dir: Path) -> str:
     """The promotions Dagster recorded, read back from its event log."""
     import dagster as dg
@@ -147,6 +156,7 @@ def run_demo(state_dir: Path | None = None, *, keep: bool = False) -> int:
     try:
         for r in env.regions.values():
             _say(f"[demo]   {r.name}: {r.endpoint} (storage {r.namespace_root}, up in {r.startup_seconds:.1f}s)")
+        _validate_on_spark(Path(env.state_dir) / f"replication-{MIRROR_REGION}.yaml")
         source_svc = ReplicationService(load_config(Path(env.state_dir) / f"replication-{SOURCE}.yaml", env={}))
         mirror_svc = ReplicationService(load_config(Path(env.state_dir) / f"replication-{MIRROR_REGION}.yaml", env={}))
         src, dst = source_svc.client(SOURCE), mirror_svc.client(MIRROR_REGION)
