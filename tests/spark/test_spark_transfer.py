@@ -115,7 +115,9 @@ def test_a_task_killed_part_way_blocks_promotion_and_the_next_run_converges(
     assert second.ok, second.to_json()
     big = _ref(second, "big")
     assert (big.action, big.mirror_commit) == ("created", commit.id)
-    assert big.stats.objects_skipped == copied_before  # resumed: what arrived is not copied again
+    # Resumed: what arrived is not copied again. (Tasks of the failed job that Spark had not yet cancelled
+    # may have copied a few more objects after the count above, so at least that many are skipped.)
+    assert big.stats.objects_skipped >= copied_before
     assert big.stats.objects_copied + big.stats.objects_skipped == len(objects)
     assert present() == len(objects)
     assert_ref_complete(service, name, commit.id)
