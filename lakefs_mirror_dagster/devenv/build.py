@@ -22,7 +22,14 @@ from pathlib import Path
 from .processes import DevenvError
 from .versions import LAKEFS_MODULE, LAKEFS_VERSION, MIN_GO_VERSION, MINIO_MODULE, MINIO_VERSION
 
-__all__ = ["cache_dir", "ensure_lakefs_binary", "ensure_minio_binary", "go_version"]
+__all__ = [
+    "cache_dir",
+    "ensure_lakefs_binary",
+    "ensure_minio_binary",
+    "executable_from_env",
+    "go_install_binary",
+    "go_version",
+]
 
 _WRAPPER_DIR = Path(__file__).parent / "gowrap" / "lakefs"
 _BUILD_TIMEOUT_S = 3600
@@ -83,30 +90,40 @@ def ensure_lakefs_binary() -> Path:
 
 def ensure_minio_binary() -> Path:
     """Path of the pinned MinIO server binary, ``go install``-ed on first use (``$MINIO_BIN`` wins)."""
-    override = os.environ.get("MINIO_BIN")
+    return go_install_binary(MINIO_MODULE, MINIO_VERSION, "minio", override_var="MINIO_BIN", what="MinIO")
+
+
+def go_install_binary(module: str, version: str, binary: str, *, override_var: str, what: str) -> Path:
+    """A pinned ``go install``-ed binary in the cache, built once under a lock and renamed into place whole.
+
+    ``$<override_var>`` names an existing executable to use instead.
+    """
+    override = os.environ.get(override_var)
     if override:
-        return _existing(override, "MINIO_BIN")
-    target_dir = cache_dir() / "bin" / f"minio-{MINIO_VERSION}"
-    target = target_dir / "minio"
+        return _existing(override, override_var)
+    target_dir = cache_dir() / "bin" / f"{binary}-{version}"
+    target = target_dir / binary
     if target.exists():
         return target
-    with _build_lock("minio"):
+    with _build_lock(binary):
         if target.exists():
             return target
         go_version()
-        staging = target_dir.with_name(f".minio-{os.getpid()}.tmp")
+        staging = target_dir.with_name(f".{binary}-{os.getpid()}.tmp")
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
-        _run_go(
-            ["go", "install", f"{MINIO_MODULE}@{MINIO_VERSION}"],
-            cwd=staging,
-            what="MinIO",
-            extra_env={"GOBIN": str(staging)},
-        )
-        target_dir.mkdir(parents=True, exist_ok=True)
-        (staging / "minio").replace(target)
-        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            _run_go(["go", "install", f"{module}@{version}"], cwd=staging, what=what, extra_env={"GOBIN": str(staging)})
+            target_dir.mkdir(parents=True, exist_ok=True)
+            (staging / binary).replace(target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
         return target
+
+
+def executable_from_env(path: str, var: str) -> Path:
+    """``path`` (the value of ``$var``) when it is an executable file; a clear error otherwise."""
+    return _existing(path, var)
 
 
 def _existing(path: str, var: str) -> Path:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import http.client
 import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -20,12 +19,11 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import yaml
-
-from .build import _build_lock, _run_go, cache_dir, ensure_lakefs_binary, go_version
-from .processes import DevenvError, free_port, start_process, stop_pid, wait_http_ok
-from .servers import _LAKEFS_START_TIMEOUT_S, _NOWHERE, LakeFSRegion
+from .build import _build_lock, cache_dir, executable_from_env, go_install_binary
+from .processes import DevenvError, free_port, start_process, stop_pid
+from .servers import LakeFSRegion, start_lakefs_on
 
 __all__ = [
     "AZURITE_ACCOUNT",
@@ -62,32 +60,9 @@ _NPM_TIMEOUT_S = 1200
 
 def ensure_fake_gcs_binary() -> Path:
     """Path of the pinned fake-gcs-server, ``go install``-ed on first use (``$FAKE_GCS_BIN`` wins)."""
-    override = os.environ.get("FAKE_GCS_BIN")
-    if override:
-        return _executable(Path(override).expanduser(), "FAKE_GCS_BIN")
-    target_dir = cache_dir() / "bin" / f"fake-gcs-server-{FAKE_GCS_VERSION}"
-    target = target_dir / "fake-gcs-server"
-    if target.exists():
-        return target
-    with _build_lock("fake-gcs-server"):
-        if target.exists():
-            return target
-        go_version()
-        staging = target_dir.with_name(f".fake-gcs-server-{os.getpid()}.tmp")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        try:
-            _run_go(
-                ["go", "install", f"{FAKE_GCS_MODULE}@{FAKE_GCS_VERSION}"],
-                cwd=staging,
-                what="fake-gcs-server",
-                extra_env={"GOBIN": str(staging)},
-            )
-            target_dir.mkdir(parents=True, exist_ok=True)
-            (staging / "fake-gcs-server").replace(target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-        return target
+    return go_install_binary(
+        FAKE_GCS_MODULE, FAKE_GCS_VERSION, "fake-gcs-server", override_var="FAKE_GCS_BIN", what="fake-gcs-server"
+    )
 
 
 def ensure_azurite() -> Path:
@@ -97,7 +72,7 @@ def ensure_azurite() -> Path:
     """
     override = os.environ.get("AZURITE_BLOB_BIN")
     if override:
-        return _executable(Path(override).expanduser(), "AZURITE_BLOB_BIN")
+        return executable_from_env(override, "AZURITE_BLOB_BIN")
     prefix = cache_dir() / "npm" / f"azurite-{AZURITE_VERSION}"
     target = prefix / "node_modules" / ".bin" / "azurite-blob"
     if target.exists():
@@ -129,12 +104,6 @@ def ensure_azurite() -> Path:
             shutil.rmtree(staging, ignore_errors=True)
         print(f"[devenv] installed Azurite in {time.monotonic() - start:.0f}s", file=sys.stderr)
         return target
-
-
-def _executable(path: Path, var: str) -> Path:
-    if not (path.is_file() and os.access(path, os.X_OK)):
-        raise DevenvError(f"{var}={path} is not an executable file")
-    return path
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -290,13 +259,7 @@ def start_lakefs_on_azurite(name: str, base_dir: Path, azurite: AzuriteServer, c
     lakeFS (and our azure blockstore configured like it) sends the requests to the emulator. Stop it with
     ``stop_pid(region.pid)``.
     """
-    binary = ensure_lakefs_binary()
-    base_dir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    access_key_id = "AKIA" + secrets.token_hex(8).upper()
-    secret_access_key = secrets.token_urlsafe(30)
-    auth_secret = secrets.token_hex(16)
-    blockstore: dict[str, object] = {
+    blockstore: dict[str, Any] = {
         "type": "azure",
         "azure": {
             "storage_account": azurite.account,
@@ -304,40 +267,5 @@ def start_lakefs_on_azurite(name: str, base_dir: Path, azurite: AzuriteServer, c
             "test_endpoint_url": azurite.account_url,
         },
     }
-    config = {
-        "listen_address": f"127.0.0.1:{port}",
-        "logging": {"level": "INFO", "format": "text", "output": str(base_dir / "lakefs.log")},
-        "database": {"type": "local", "local": {"path": str(base_dir / "metadata")}},
-        "committed": {"local_cache": {"dir": str(base_dir / "cache")}},
-        "blockstore": blockstore,
-        "auth": {"encrypt": {"secret_key": auth_secret}},
-        "installation": {"user_name": "admin", "access_key_id": access_key_id, "secret_access_key": secret_access_key},
-        "stats": {"enabled": False, "address": _NOWHERE},
-        "email_subscription": {"enabled": False},
-        "security": {"check_latest_version": False, "audit_check_url": _NOWHERE + "audit"},
-    }
-    config_path = base_dir / "lakefs.yaml"
-    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-    config_path.chmod(0o600)
-    log_path = base_dir / "lakefs.log"
-    started = time.monotonic()
-    proc = start_process([str(binary), "run", "-c", str(config_path)], log_path=base_dir / "lakefs.stdout.log")
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        wait_http_ok(f"{endpoint}/_health", timeout_s=_LAKEFS_START_TIMEOUT_S, process=proc, log_path=log_path)
-    except BaseException:
-        stop_pid(proc.pid)
-        raise
-    return LakeFSRegion(
-        name=name,
-        endpoint=endpoint,
-        access_key_id=access_key_id,
-        secret_access_key=secret_access_key,
-        blockstore=blockstore,
-        namespace_root=f"https://{azurite.account}.blob.core.windows.net/{container}",
-        base_dir=str(base_dir),
-        pid=proc.pid,
-        log_path=str(log_path),
-        auth_secret_key=auth_secret,
-        startup_seconds=time.monotonic() - started,
-    )
+    namespace_root = f"https://{azurite.account}.blob.core.windows.net/{container}"
+    return start_lakefs_on(name, base_dir, blockstore, namespace_root)

@@ -17,9 +17,9 @@ from typing import Any
 import yaml
 
 from .build import ensure_lakefs_binary, ensure_minio_binary
-from .processes import free_port, start_process, wait_http_ok
+from .processes import free_port, start_process, stop_pid, wait_http_ok
 
-__all__ = ["LakeFSRegion", "MinioInstance", "start_lakefs", "start_minio"]
+__all__ = ["LakeFSRegion", "MinioInstance", "start_lakefs", "start_lakefs_on", "start_minio"]
 
 _LAKEFS_START_TIMEOUT_S = 120.0
 _MINIO_START_TIMEOUT_S = 60.0
@@ -149,12 +149,7 @@ def start_lakefs(name: str, base_dir: Path, *, minio: MinioInstance | None = Non
 
     Admin credentials are created headlessly through lakeFS's installation settings (local KV only).
     """
-    binary = ensure_lakefs_binary()
     base_dir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    access_key_id = "AKIA" + secrets.token_hex(8).upper()
-    secret_access_key = secrets.token_urlsafe(30)
-    auth_secret = secrets.token_hex(16)
     if minio is None:
         block_root = base_dir / "block"
         block_root.mkdir(exist_ok=True)
@@ -173,6 +168,19 @@ def start_lakefs(name: str, base_dir: Path, *, minio: MinioInstance | None = Non
             },
         }
         namespace_root = f"s3://{bucket}"
+    return start_lakefs_on(name, base_dir, blockstore, namespace_root, minio=minio.name if minio else None)
+
+
+def start_lakefs_on(
+    name: str, base_dir: Path, blockstore: dict[str, Any], namespace_root: str, *, minio: str | None = None
+) -> LakeFSRegion:
+    """Start one lakeFS with local KV on ``blockstore`` (lakeFS's own section), stopped again if it never answers."""
+    binary = ensure_lakefs_binary()
+    base_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    access_key_id = "AKIA" + secrets.token_hex(8).upper()
+    secret_access_key = secrets.token_urlsafe(30)
+    auth_secret = secrets.token_hex(16)
     config = {
         "listen_address": f"127.0.0.1:{port}",
         "logging": {"level": "INFO", "format": "text", "output": str(base_dir / "lakefs.log")},
@@ -196,7 +204,11 @@ def start_lakefs(name: str, base_dir: Path, *, minio: MinioInstance | None = Non
     started = time.monotonic()
     proc = start_process([str(binary), "run", "-c", str(config_path)], log_path=base_dir / "lakefs.stdout.log")
     endpoint = f"http://127.0.0.1:{port}"
-    wait_http_ok(f"{endpoint}/_health", timeout_s=_LAKEFS_START_TIMEOUT_S, process=proc, log_path=log_path)
+    try:
+        wait_http_ok(f"{endpoint}/_health", timeout_s=_LAKEFS_START_TIMEOUT_S, process=proc, log_path=log_path)
+    except BaseException:
+        stop_pid(proc.pid)
+        raise
     region = LakeFSRegion(
         name=name,
         endpoint=endpoint,
@@ -208,7 +220,7 @@ def start_lakefs(name: str, base_dir: Path, *, minio: MinioInstance | None = Non
         pid=proc.pid,
         log_path=str(log_path),
         auth_secret_key=auth_secret,
-        minio=minio.name if minio else None,
+        minio=minio,
         startup_seconds=time.monotonic() - started,
     )
     (base_dir / "region.json").write_text(json.dumps(region.to_json(), indent=2))
