@@ -126,11 +126,7 @@ def _mirror_tags(
 def _sync_tag(engine: MirrorEngine, name: str, target: str | None, current: str | None, outcome: _TagPass) -> None:
     """Move one tag (the engine transfers and validates first); record what happened."""
     ref = engine.sync_ref("tag", name, target, current)
-    stats = ref.stats
-    for f in ("commits", "ranges_transferred", "ranges_skipped", "ranges_validated", "objects_copied"):
-        setattr(outcome.stats, f, getattr(outcome.stats, f) + getattr(stats, f))
-    outcome.stats.objects_skipped += stats.objects_skipped
-    outcome.stats.bytes_copied += stats.bytes_copied
+    outcome.stats.add(ref.stats)
     if ref.error:
         outcome.blocked[name] = ref.error
     elif ref.action == "deleted":

@@ -223,9 +223,12 @@ class ReplicationService:
 
     def sync(self, *, name: str | None = None, branches: list[str] | None = None) -> list[MirrorSyncResult]:
         """One pass over this region's mirrors: retire deleted ones, sync the others, record branch states."""
-        self.check_stores()
+        mine = list(self.my_mirrors())  # one listing serves the store check and the pass
+        check_mirror_stores(self.config, mine)
         results = []
-        for mirror in self.my_mirrors(name=name):
+        for mirror in mine:
+            if name is not None and mirror.name != name:
+                continue
             if mirror.state == MirrorState.DELETING:
                 self.retire(mirror)
                 continue
