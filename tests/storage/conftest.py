@@ -8,6 +8,8 @@ with ``LAKEFS_MIRROR_STORAGE_OWN_MINIO=1``) it starts its own MinIO from ``$MINI
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import io
 import os
 import secrets
 import shutil
@@ -27,7 +29,7 @@ import boto3
 import botocore.config
 import pytest
 
-from lakefs_mirror_dagster.storage import LocalBlockstore, S3Blockstore
+from lakefs_mirror_dagster.storage import LocalBlockstore, S3Blockstore, TransientStorageError
 
 MiB = 1024 * 1024
 DEFAULT_MINIO_BINARY = "/tmp/miniobuild/minio"
@@ -195,3 +197,21 @@ def local_store(tmp_path: Path) -> LocalBlockstore:
     root = tmp_path / "block"
     root.mkdir()
     return LocalBlockstore(root=root)
+
+
+class FailingStream:
+    """Delivers ``good`` bytes, then fails the way a dropped source connection would (``error``: what it raises)."""
+
+    def __init__(self, good: bytes, error: type[Exception] = TransientStorageError) -> None:
+        self._good = io.BytesIO(good)
+        self._error = error
+
+    def read(self, size: int = -1, /) -> bytes:
+        chunk = self._good.read(size)
+        if not chunk:
+            raise self._error("source connection dropped")
+        return chunk
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 from collections.abc import Callable
@@ -33,29 +32,10 @@ from lakefs_mirror_dagster.storage import (
     build_blockstore,
 )
 
-from .conftest import S3ServerLike, s3_store_for
+from .conftest import FailingStream, MiB, S3ServerLike, s3_store_for, sha
 from .conftest_emulators import SMALL_CHUNK, azure_store, azurite, make_container
 
 __all__ = ["azure_store", "azurite", "make_container"]  # fixtures used by this module
-
-MiB = 1024 * 1024
-
-
-class FailingStream:
-    """Delivers ``good`` bytes, then fails like a dropped source connection."""
-
-    def __init__(self, good: bytes) -> None:
-        self._good = io.BytesIO(good)
-
-    def read(self, size: int = -1, /) -> bytes:
-        chunk = self._good.read(size)
-        if not chunk:
-            raise TransientStorageError("source connection dropped")
-        return chunk
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def blob_name(store: AzureBlockstore, uri: str) -> tuple[str, str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import uuid
@@ -29,12 +28,10 @@ from lakefs_mirror_dagster.storage import (
     copy_object,
 )
 
-from .conftest import S3ServerLike, s3_store_for
+from .conftest import FailingStream, MiB, S3ServerLike, s3_store_for, sha
 from .conftest_emulators import SMALL_CHUNK, SMALL_THRESHOLD, fake_gcs, gcs_store, gcs_store_for, make_gcs_bucket
 
 __all__ = ["fake_gcs", "gcs_store", "make_gcs_bucket"]  # fixtures used by this module
-
-MiB = 1024 * 1024
 
 
 class RecordingStream:
@@ -47,23 +44,6 @@ class RecordingStream:
     def read(self, size: int = -1, /) -> bytes:
         self.requests.append(size)
         return self._inner.read(size)
-
-
-class FailingStream:
-    """Delivers ``good`` bytes, then fails like a dropped source connection."""
-
-    def __init__(self, good: bytes) -> None:
-        self._good = io.BytesIO(good)
-
-    def read(self, size: int = -1, /) -> bytes:
-        chunk = self._good.read(size)
-        if not chunk:
-            raise TransientStorageError("source connection dropped")
-        return chunk
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def test_round_trip_stat_and_delete(gcs_store: GCSBlockstore, make_gcs_bucket: Callable[[], str]) -> None:

@@ -19,18 +19,7 @@ from lakefs_mirror_dagster.storage import (
 )
 from lakefs_mirror_dagster.storage.local import TEMP_PREFIX
 
-
-class FailingStream:
-    """Delivers some bytes, then fails like a dropped network connection."""
-
-    def __init__(self, good: bytes) -> None:
-        self._good = io.BytesIO(good)
-
-    def read(self, size: int = -1, /) -> bytes:
-        chunk = self._good.read(size)
-        if not chunk:
-            raise ConnectionResetError("source connection dropped")
-        return chunk
+from .conftest import FailingStream
 
 
 def all_files(root: Path) -> list[str]:
@@ -77,7 +66,7 @@ def test_read_missing_object_raises_object_not_found(local_store: LocalBlockstor
 def test_failed_stream_leaves_no_final_file_and_no_temp_file(local_store: LocalBlockstore) -> None:
     uri = "local://ns/data/obj"
     with pytest.raises(ConnectionResetError):
-        local_store.write_stream(uri, FailingStream(b"x" * 3000), 10_000)
+        local_store.write_stream(uri, FailingStream(b"x" * 3000, ConnectionResetError), 10_000)
     assert local_store.stat(uri) is None
     assert all_files(Path(local_store.root)) == []  # temp file cleaned up too
 
@@ -86,7 +75,7 @@ def test_failed_overwrite_keeps_previous_version(local_store: LocalBlockstore) -
     uri = "local://ns/data/obj"
     local_store.write_bytes(uri, b"previous")
     with pytest.raises(ConnectionResetError):
-        local_store.write_stream(uri, FailingStream(b"partial new content"), None)
+        local_store.write_stream(uri, FailingStream(b"partial new content", ConnectionResetError), None)
     assert local_store.read_bytes(uri) == b"previous"
 
 

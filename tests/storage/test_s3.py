@@ -23,20 +23,7 @@ from lakefs_mirror_dagster.storage import (
     copy_object,
 )
 
-from .conftest import MiB, S3ServerLike, s3_store_for
-
-
-class FailingStream:
-    """Delivers ``good`` bytes, then fails the way a dropped source connection would."""
-
-    def __init__(self, good: bytes) -> None:
-        self._good = io.BytesIO(good)
-
-    def read(self, size: int = -1, /) -> bytes:
-        chunk = self._good.read(size)
-        if not chunk:
-            raise TransientStorageError("source connection dropped")
-        return chunk
+from .conftest import FailingStream, MiB, S3ServerLike, s3_store_for
 
 
 def md5(data: bytes) -> str:
