@@ -115,8 +115,8 @@ def iter_tags(sst: SSTable) -> Iterator[tuple[bytes, bytes, TagData]]:
     return _iter_dump(sst, "tag", decode_tag_data)
 
 
-def iter_entry_locations(sst: SSTable) -> Iterator[tuple[bytes, str, bool, int]]:
-    """(key, address, is_full, size) of every object of a range: what the replicator copies.
+def iter_entry_locations(sst: SSTable) -> Iterator[tuple[bytes, str, bool, int, str]]:
+    """(key, address, is_full, size, etag) of every object of a range: what the replicator copies and checks.
 
     Same results as :func:`iter_entries` restricted to these fields, several times faster.
     """
@@ -128,7 +128,7 @@ def iter_entry_locations(sst: SSTable) -> Iterator[tuple[bytes, str, bool, int]]
             raise SSTableError(f"data block {block_no}: corrupt record ({exc})") from None
 
 
-def _block_locations(block: bytes) -> Iterator[tuple[bytes, str, bool, int]]:
+def _block_locations(block: bytes) -> Iterator[tuple[bytes, str, bool, int, str]]:
     """The fused loop. Every varint has an inline 1- (and 2-) byte path; longer ones call decode_uvarint.
 
     Go marshals fields in number order, so address, last_modified, size, e_tag, metadata and
@@ -205,6 +205,7 @@ def _block_locations(block: bytes) -> Iterator[tuple[bytes, str, bool, int]]:
         # --- catalog.Entry, canonical field order first
         address = b""
         size = 0
+        etag = b""
         address_type = 0
         if p < dend and block[p] == 0x0A:  # 1 address
             ln = block[p + 1]
@@ -247,13 +248,13 @@ def _block_locations(block: bytes) -> Iterator[tuple[bytes, str, bool, int]]:
                                 size, p = decode_uvarint(block, p - 5)
                                 if size >= _INT64_SIGN:
                                     size -= _UINT64_RANGE
-        if p < dend and block[p] == 0x22:  # 4 e_tag: skip
+        if p < dend and block[p] == 0x22:  # 4 e_tag
             ln = block[p + 1]
-            if ln < 0x80:
-                p += 2 + ln
-            else:
-                ln, p = decode_uvarint(block, p + 1)
-                p += ln
+            p += 2
+            if ln >= 0x80:
+                ln, p = decode_uvarint(block, p - 1)
+            etag = block[p : p + ln]
+            p += ln
         while p < dend and block[p] == 0x2A:  # 5 metadata entries: skip
             ln = block[p + 1]
             if ln < 0x80:
@@ -282,6 +283,10 @@ def _block_locations(block: bytes) -> Iterator[tuple[bytes, str, bool, int]]:
             elif tag == 0x18:
                 v, p = decode_uvarint(block, p + 1)
                 size = v - _UINT64_RANGE if v >= _INT64_SIGN else v
+            elif tag == 0x22:
+                ln, p = decode_uvarint(block, p + 1)
+                etag = block[p : p + ln]
+                p += ln
             elif tag == 0x30:
                 address_type, p = decode_uvarint(block, p + 1)
             else:
@@ -290,18 +295,19 @@ def _block_locations(block: bytes) -> Iterator[tuple[bytes, str, bool, int]]:
             raise SSTableError(f"record {ukey!r}: entry protobuf overruns its length")
         try:
             addr = address.decode("utf-8")
+            tag_text = etag.decode("utf-8")
         except UnicodeDecodeError:
-            raise SSTableError(f"record {ukey!r}: address is not valid UTF-8") from None
+            raise SSTableError(f"record {ukey!r}: address or ETag is not valid UTF-8") from None
         if address_type == 1:
-            yield ukey, addr, False, size
+            yield ukey, addr, False, size, tag_text
         elif address_type == 2:
-            yield ukey, addr, True, size
+            yield ukey, addr, True, size, tag_text
         else:
             try:
                 full = address_is_full(addr, address_type)
             except ValueError as exc:
                 raise SSTableError(f"record {ukey!r}: {exc}") from None
-            yield ukey, addr, full, size
+            yield ukey, addr, full, size, tag_text
         pos = vend
 
 

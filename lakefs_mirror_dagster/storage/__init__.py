@@ -4,10 +4,13 @@ The replication engine reads and writes objects by full storage URIs through ``B
 ``StoreRegistry`` picks the store for a URI, and ``TransferPool`` copies many objects concurrently.
 """
 
-from .azure import AzureBlockstore
+from typing import TYPE_CHECKING, Any
+
 from .base import Blockstore, ObjectInfo, ObjectStat, ReadableStream
+from .checksums import content_md5, md5_conflict
 from .errors import (
     BucketNotFound,
+    ChecksumMismatchError,
     InvalidStorageURI,
     ObjectNotFound,
     PathEscapeError,
@@ -18,17 +21,21 @@ from .errors import (
     TransientStorageError,
     UnsupportedStorageError,
 )
-from .gcs import GCSBlockstore
 from .local import LocalBlockstore
 from .registry import StoreRegistry, build_blockstore, parse_size
 from .s3 import S3Blockstore
 from .transfer import CopyResult, CopyTask, TransferFailure, TransferPool, TransferSummary, copy_object
 from .uri import StorageURI, join_namespace, parse_uri, relative_to_namespace
 
+if TYPE_CHECKING:
+    from .azure import AzureBlockstore
+    from .gcs import GCSBlockstore
+
 __all__ = [
     "AzureBlockstore",
     "Blockstore",
     "BucketNotFound",
+    "ChecksumMismatchError",
     "CopyResult",
     "CopyTask",
     "GCSBlockstore",
@@ -52,9 +59,24 @@ __all__ = [
     "TransientStorageError",
     "UnsupportedStorageError",
     "build_blockstore",
+    "content_md5",
     "copy_object",
     "join_namespace",
+    "md5_conflict",
     "parse_size",
     "parse_uri",
     "relative_to_namespace",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The GCS and Azure stores load their SDKs (most of a second) only when first asked for."""
+    if name == "AzureBlockstore":
+        from .azure import AzureBlockstore
+
+        return AzureBlockstore
+    if name == "GCSBlockstore":
+        from .gcs import GCSBlockstore
+
+        return GCSBlockstore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

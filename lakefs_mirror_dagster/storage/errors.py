@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "BucketNotFound",
+    "ChecksumMismatchError",
     "InvalidStorageURI",
     "ObjectNotFound",
     "PathEscapeError",
@@ -50,6 +51,13 @@ class TransientStorageError(StorageError):
 
 class SizeMismatchError(StorageError):
     """A stream delivered a different number of bytes than the size it was announced with."""
+
+
+class ChecksumMismatchError(StorageError):
+    """Bytes that do not hash to the MD5 lakeFS recorded for the object: damaged in transit (worth another
+    try) or at rest."""
+
+    transient = True
 
 
 class InvalidStorageURI(StorageError, ValueError):

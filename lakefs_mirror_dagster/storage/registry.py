@@ -31,15 +31,17 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .azure import DEFAULT_AZURE_DOMAIN, AzureBlockstore
 from .base import Blockstore
 from .errors import StorageConfigError, UnsupportedStorageError
-from .gcs import GCSBlockstore
 from .local import LocalBlockstore
 from .s3 import DEFAULT_MULTIPART_CHUNK_SIZE, DEFAULT_MULTIPART_THRESHOLD, S3Blockstore
 from .uri import parse_uri
+
+if TYPE_CHECKING:  # the cloud SDKs take most of a second to import: only stores of those types load them
+    from .azure import AzureBlockstore
+    from .gcs import GCSBlockstore
 
 __all__ = ["StoreRegistry", "build_blockstore", "parse_size"]
 
@@ -164,6 +166,8 @@ def _timeout_seconds(store_id: str, value: Any) -> float | None:
 
 
 def _build_gs(store_id: str, gs: dict[str, Any], overrides: Mapping[str, Any]) -> GCSBlockstore:
+    from .gcs import GCSBlockstore
+
     try:
         return GCSBlockstore(
             endpoint=gs.get("endpoint") or None,
@@ -178,6 +182,8 @@ def _build_gs(store_id: str, gs: dict[str, Any], overrides: Mapping[str, Any]) -
 
 
 def _build_azure(store_id: str, azure: dict[str, Any], overrides: Mapping[str, Any]) -> AzureBlockstore:
+    from .azure import DEFAULT_AZURE_DOMAIN, AzureBlockstore
+
     endpoint = azure.get("test_endpoint_url") or azure.get("endpoint") or None
     timeout = _timeout_seconds(store_id, azure.get("try_timeout"))
     extra: dict[str, Any] = dict(_sizes(store_id, "azure", azure, overrides))

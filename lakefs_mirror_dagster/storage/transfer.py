@@ -11,8 +11,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .base import Blockstore
-from .errors import ObjectNotFound, StorageAccessError, StorageError
+from .base import Blockstore, ObjectStat, ReadableStream
+from .checksums import VerifyingReader, content_md5, md5_conflict
+from .errors import ChecksumMismatchError, ObjectNotFound, StorageAccessError, StorageError
 
 __all__ = ["CopyResult", "CopyTask", "TransferFailure", "TransferPool", "TransferSummary", "copy_object"]
 
@@ -38,19 +39,23 @@ def copy_object(
     dst_uri: str,
     *,
     size: int | None = None,
+    etag: str | None = None,
     allow_server_side: bool = True,
 ) -> CopyResult:
     """Copy one object; server-side when the destination can reach the source, else streamed.
 
     A refused server-side copy (the destination's credentials cannot read the source) falls back to
     streaming through this process; memory stays bounded by the stores' chunk sizes. ``size`` (when the
-    caller knows it, e.g. from a lakeFS entry) is checked against what the source delivers.
+    caller knows it, e.g. from a lakeFS entry) is checked against what the source delivers. ``etag`` is the
+    entry's ETag: when it is an MD5, streamed bytes that hash otherwise are never stored, and a destination
+    that reports a different MD5 for what it stored has the object deleted again (ChecksumMismatchError).
     """
     if allow_server_side and dst_store.same_endpoint_as(src_store):
         try:
             stat = dst_store.server_side_copy(src_uri, dst_uri)
             if size is not None and stat.size != size:
                 raise StorageError(f"copy {src_uri}: source has {stat.size} bytes, expected {size}", uri=src_uri)
+            _check_stored(dst_store, dst_uri, stat, etag)
             return CopyResult(src_uri, dst_uri, stat.size, "server_side")
         except StorageAccessError as exc:
             log.info("server-side copy of %s refused (%s); streaming instead", src_uri, exc)
@@ -59,20 +64,35 @@ def copy_object(
         if src_stat is None:
             raise ObjectNotFound(f"copy {src_uri}: no such object in {src_store.describe()}", uri=src_uri)
         size = src_stat.size
+    md5 = content_md5(etag)
     with src_store.open_read(src_uri) as stream:
-        stat = dst_store.write_stream(dst_uri, stream, size)
+        source: ReadableStream = stream if md5 is None else VerifyingReader(stream, size=size, md5=md5, uri=src_uri)
+        stat = dst_store.write_stream(dst_uri, source, size)
+    _check_stored(dst_store, dst_uri, stat, etag)
     return CopyResult(src_uri, dst_uri, stat.size, "stream")
+
+
+def _check_stored(dst_store: Blockstore, dst_uri: str, stat: ObjectStat, etag: str | None) -> None:
+    """The destination's own MD5 of what it stored (S3 single-part writes report one) must be the entry's."""
+    if md5_conflict(etag, stat.etag):
+        dst_store.delete(dst_uri)
+        raise ChecksumMismatchError(
+            f"write {dst_uri}: the destination stored bytes with MD5 {stat.etag}, lakeFS recorded {etag}; deleted",
+            uri=dst_uri,
+        )
 
 
 @dataclass(frozen=True)
 class CopyTask:
-    """One object to copy; ``size`` is the expected size when known (saves a HEAD on the source)."""
+    """One object to copy; ``size`` is the expected size when known (saves a HEAD on the source), ``etag``
+    the lakeFS entry's ETag (checked when it is an MD5)."""
 
     src_store: Blockstore
     src_uri: str
     dst_store: Blockstore
     dst_uri: str
     size: int | None = None
+    etag: str | None = None
 
 
 @dataclass(frozen=True)
@@ -183,7 +203,7 @@ class TransferPool:
                     )
                 size = src.size
             dst = task.dst_store.stat(task.dst_uri)
-            if dst is not None and dst.size == size:
+            if dst is not None and dst.size == size and not md5_conflict(task.etag, dst.etag):
                 return CopyResult(task.src_uri, task.dst_uri, size, "skipped")
         return copy_object(
             task.src_store,
@@ -191,6 +211,7 @@ class TransferPool:
             task.dst_store,
             task.dst_uri,
             size=size,
+            etag=task.etag,
             allow_server_side=self.allow_server_side,
         )
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
 import threading
 import time
@@ -13,6 +15,7 @@ import pytest
 
 from lakefs_mirror_dagster.storage import (
     Blockstore,
+    ChecksumMismatchError,
     CopyTask,
     LocalBlockstore,
     ObjectInfo,
@@ -23,7 +26,9 @@ from lakefs_mirror_dagster.storage import (
     StorageError,
     TransferPool,
     TransientStorageError,
+    content_md5,
     copy_object,
+    md5_conflict,
 )
 from lakefs_mirror_dagster.storage.base import ReadableStream
 
@@ -262,3 +267,69 @@ def test_pool_validates_its_settings() -> None:
         TransferPool(concurrency=0)
     with pytest.raises(ValueError, match="max_attempts"):
         TransferPool(max_attempts=0)
+
+
+def _md5(data: bytes) -> str:
+    return hashlib.md5(data).hexdigest()
+
+
+class DamagingStore(LocalBlockstore):
+    """A local store that flips one byte of every streamed write on its way to disk and, like S3, reports
+    the MD5 of what it stored."""
+
+    def write_stream(self, uri: str, stream: ReadableStream, size: int | None = None) -> ObjectStat:
+        data = bytearray(stream.read())
+        data[len(data) // 2] ^= 1
+        super().write_stream(uri, io.BytesIO(bytes(data)), len(data))
+        return ObjectStat(size=len(data), etag=_md5(bytes(data)))
+
+
+def test_content_md5_accepts_only_plain_md5_etags() -> None:
+    digest = _md5(b"x")
+    assert content_md5(f'"{digest.upper()}"') == digest
+    assert content_md5(f"{digest}-3") is None  # multipart: not an MD5 of the content
+    assert content_md5("") is None and content_md5(None) is None
+    assert md5_conflict(digest, _md5(b"y")) and not md5_conflict(digest, digest)
+    assert not md5_conflict(digest, None) and not md5_conflict(f"{digest}-2", _md5(b"y"))
+
+
+def test_bytes_that_do_not_hash_to_the_entry_md5_are_never_stored(tmp_path: Path) -> None:
+    src, dst = LocalBlockstore(root=tmp_path / "a"), LocalBlockstore(root=tmp_path / "b")
+    src.write_bytes("local://ns/o", b"the bytes lakeFS saw, rotted since")
+    with pytest.raises(ChecksumMismatchError, match="nothing was stored") as caught:
+        copy_object(src, "local://ns/o", dst, "local://ns/o", size=34, etag=_md5(b"the bytes lakeFS saw, as written"))
+    assert caught.value.transient
+    assert dst.stat("local://ns/o") is None
+    assert copy_object(src, "local://ns/o", dst, "local://ns/o", etag=_md5(src.read_bytes("local://ns/o"))).size == 34
+    assert (
+        copy_object(src, "local://ns/o", dst, "local://ns/m", etag=f"{'0' * 32}-2").size == 34
+    )  # multipart: size only
+
+
+def test_object_damaged_on_its_way_into_the_destination_is_deleted_and_retried(tmp_path: Path) -> None:
+    src, dst = LocalBlockstore(root=tmp_path / "a"), DamagingStore(root=tmp_path / "b")
+    data = os.urandom(1000)
+    src.write_bytes("local://ns/o", data)
+    summary = TransferPool(concurrency=1, max_attempts=2, sleep=lambda _s: None).run(
+        [CopyTask(src, "local://ns/o", dst, "local://ns/o", len(data), _md5(data))]
+    )
+    assert [(f.error_type, f.attempts) for f in summary.failed] == [("ChecksumMismatchError", 2)]
+    assert summary.retries == 0 and dst.stat("local://ns/o") is None  # the damaged copy was deleted
+
+
+def test_pool_copies_again_an_s3_object_whose_md5_differs(
+    s3_server: S3ServerLike, make_bucket: Callable[[str], str], tmp_path: Path
+) -> None:
+    local = LocalBlockstore(root=tmp_path)
+    s3 = s3_store_for(s3_server)
+    bucket = make_bucket("md5")
+    data = os.urandom(4096)
+    local.write_bytes("local://repo/o", data)
+    rotten = bytearray(data)
+    rotten[7] ^= 0xFF
+    s3.write_bytes(f"s3://{bucket}/o", bytes(rotten))  # same size, other bytes: a size check would skip it
+    task = CopyTask(local, "local://repo/o", s3, f"s3://{bucket}/o", len(data), _md5(data))
+    summary = TransferPool(concurrency=1).run([task])
+    assert (summary.copied, summary.skipped, summary.failed) == (1, 0, [])
+    assert s3.read_bytes(f"s3://{bucket}/o") == data
+    assert TransferPool(concurrency=1).run([task]).skipped == 1
