@@ -99,7 +99,7 @@ def main() -> None:
                 store, record.storage_namespace, workers=args.validator_workers, strict=False
             )
             started = time.monotonic()
-            local_results = validate(range_ids)
+            local_results = validate(dict.fromkeys(range_ids, ()))
             in_process_s = time.monotonic() - started
             checked = sum(r.objects for r in local_results)
             if not all(r.ok for r in local_results) or checked != args.objects:
@@ -127,7 +127,7 @@ def main() -> None:
                             num_partitions=args.spark_partitions,
                         )
                         started = time.monotonic()
-                        spark_results = validator(range_ids)
+                        spark_results = validator(dict.fromkeys(range_ids, ()))
                         spark_times.append(time.monotonic() - started)
                         if [(r.range_id, r.ok, r.objects) for r in spark_results] != [
                             (r.range_id, r.ok, r.objects) for r in local_results

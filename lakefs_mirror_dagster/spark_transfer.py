@@ -28,12 +28,12 @@ from .graveler.ranges import iter_entry_locations, iter_range_refs
 from .graveler.sstable import SSTableError
 from .lakefs import Commit, LakeFSClient, LakeFSError
 from .mirrors import Mirror
-from .replication.engine import MirrorEngine, RangeTransferer, RangeValidator
+from .replication.engine import MirrorEngine, RangeBatch, RangeTransferer, RangeValidator
 from .replication.failpoints import failpoint
 from .replication.results import TransferStats
 from .replication.service import ReplicationService, store_settings
 from .replication.source import ApiObjectReader, RepositorySource
-from .replication.validation import MAX_REPORTED, metadata_uri
+from .replication.validation import MAX_REPORTED, metadata_uri, present_entries
 from .storage import Blockstore, CopyTask, StorageError, TransferPool, build_blockstore
 from .storage.uri import join_namespace
 
@@ -145,9 +145,11 @@ def transfer_range(
     commit_id: str,
     pool: TransferPool,
     *,
+    base_ranges: Sequence[str] = (),
     sleep: Callable[[float], None] = time.sleep,
 ) -> RangeTransferSummary:
-    """Copy one range's missing objects, then write its range file when all of them are there.
+    """Copy one range's missing objects, then write its range file when all of them are there. Entries
+    unchanged from ``base_ranges`` (validated ranges it replaces) are skipped without a look.
 
     Never raises for a storage or data problem: the summary says what failed, and a range with any
     failure gets no range file, so the engine refuses to promote.
@@ -156,9 +158,14 @@ def transfer_range(
     try:
         data = source.read_range(range_id)
         sst = verify_range_file(data, range_id)
+        present = present_entries(destination, target.destination_namespace, base_ranges)
         tasks: list[CopyTask] = []
-        for key, address, is_full, size in iter_entry_locations(sst):
+        for entry in iter_entry_locations(sst):
+            key, address, is_full, size, etag = entry
             summary.objects += 1
+            if entry in present:
+                summary.skipped += 1
+                continue
             if is_full:  # imported objects live outside the namespace: counted, not copied
                 summary.full_address_count += 1
                 if len(summary.full_address_examples) < MAX_REPORTED:
@@ -166,7 +173,7 @@ def transfer_range(
                 continue
             src_store, src_uri = source.object_location(commit_id, key.decode(), address)
             dst_uri = join_namespace(target.destination_namespace, address)
-            tasks.append(CopyTask(src_store, src_uri, destination, dst_uri, size))
+            tasks.append(CopyTask(src_store, src_uri, destination, dst_uri, size, etag))
         pending = tasks
         failures: list[str] = []
         for round_no in range(target.retry_rounds + 1):
@@ -207,14 +214,14 @@ def _task_access(secrets: Mapping[str, Any], target: TransferTarget) -> tuple[_T
 
 
 def _transfer_partition(
-    secrets: Any, target: TransferTarget, commit_id: str, range_ids: Iterable[str]
+    secrets: Any, target: TransferTarget, commit_id: str, ranges: Iterable[tuple[str, tuple[str, ...]]]
 ) -> Iterator[RangeTransferSummary]:
-    """Runs inside a Spark task: one source, destination and pool per partition, then its ranges."""
+    """Runs inside a Spark task: one source, destination and pool per partition, then its (range, bases)."""
     source, destination = _task_access(secrets.value, target)
     pool = TransferPool(concurrency=target.concurrency, on_result=lambda _r: failpoint("after_object_copy"))
     try:
-        for range_id in range_ids:
-            yield transfer_range(source, destination, target, range_id, commit_id, pool)
+        for range_id, base_ranges in ranges:
+            yield transfer_range(source, destination, target, range_id, commit_id, pool, base_ranges=base_ranges)
     finally:
         source.close()
 
@@ -246,15 +253,16 @@ class SparkRangeTransferer:
         self.max_partitions = max_partitions
         self.summaries: list[RangeTransferSummary] = []
 
-    def __call__(self, range_ids: Sequence[str], commit: Commit, stats: TransferStats) -> None:
-        ids = list(dict.fromkeys(range_ids))
+    def __call__(self, batch: RangeBatch, commit: Commit, stats: TransferStats) -> None:
+        ids = list(batch)
         if not ids:
             return
         sc = self._session().sparkContext
         secrets = sc.broadcast(self._secrets)
         try:
             task = functools.partial(_transfer_partition, secrets, self.target, commit.id)
-            rdd = sc.parallelize(ids, numSlices=min(len(ids), self.max_partitions))
+            pairs = [(rid, tuple(batch[rid])) for rid in ids]
+            rdd = sc.parallelize(pairs, numSlices=min(len(ids), self.max_partitions))
             try:
                 results: list[RangeTransferSummary] = rdd.mapPartitions(task).collect()
             except Exception as exc:  # a crashed task: nothing is promoted, the next run resumes
@@ -321,13 +329,13 @@ class ThresholdTransferer:
         self.last_object_count = self.count_objects(range_ids, commit)
         return PATH_SPARK if self.last_object_count >= self.threshold else PATH_IN_PROCESS
 
-    def __call__(self, range_ids: Sequence[str], commit: Commit, stats: TransferStats) -> None:
-        path = self.choose(range_ids, commit)
+    def __call__(self, batch: RangeBatch, commit: Commit, stats: TransferStats) -> None:
+        path = self.choose(list(batch), commit)
         self.last_choice = path
         self.choices[path] += 1
         stats.note_path(path)
-        log.info("transferring %d range(s), %d object(s): %s", len(range_ids), self.last_object_count, path)
-        (self.spark if path == PATH_SPARK else self.in_process)(range_ids, commit, stats)
+        log.info("transferring %d range(s), %d object(s): %s", len(batch), self.last_object_count, path)
+        (self.spark if path == PATH_SPARK else self.in_process)(batch, commit, stats)
 
 
 def choose_transferer(
@@ -367,12 +375,14 @@ def _secrets_for(service: ReplicationService, mirror: Mirror) -> dict[str, Any]:
 def local_transferer(secrets: Mapping[str, Any], target: TransferTarget) -> RangeTransferer:
     """The same per-range work as a Spark task, run in this process (when no engine path is given)."""
 
-    def run(range_ids: Sequence[str], commit: Commit, stats: TransferStats) -> None:
+    def run(batch: RangeBatch, commit: Commit, stats: TransferStats) -> None:
         source, destination = _task_access(secrets, target)
         pool = TransferPool(concurrency=target.concurrency, on_result=lambda _r: failpoint("after_object_copy"))
         try:
-            for range_id in range_ids:
-                summary = transfer_range(source, destination, target, range_id, commit.id, pool)
+            for range_id, base_ranges in batch.items():
+                summary = transfer_range(
+                    source, destination, target, range_id, commit.id, pool, base_ranges=base_ranges
+                )
                 summary.add_to(stats)
                 if summary.error:
                     raise SparkTransferError(summary.error)

@@ -13,10 +13,11 @@ those plain settings and calls the same ``validate_range`` the in-process valida
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from .replication.engine import RangeBatch
 from .replication.validation import RangeValidation, validate_range
 from .storage import build_blockstore
 
@@ -24,16 +25,16 @@ __all__ = ["SparkRangeValidator"]
 
 
 def _validate_partition(
-    settings: Any, namespace: str, strict: bool, range_ids: Iterable[str]
+    settings: Any, namespace: str, strict: bool, ranges: Iterable[tuple[str, tuple[str, ...]]]
 ) -> Iterator[RangeValidation]:
-    """Runs inside a Spark task: one blockstore per partition, then every range of the partition."""
+    """Runs inside a Spark task: one blockstore per partition, then every (range, its bases) of the partition."""
     store = build_blockstore(settings.value)
-    for range_id in range_ids:
-        yield validate_range(store, namespace, range_id, strict_full_addresses=strict)
+    for range_id, base_ranges in ranges:
+        yield validate_range(store, namespace, range_id, strict_full_addresses=strict, base_ranges=base_ranges)
 
 
 class SparkRangeValidator:
-    """A ``RangeValidator`` (``Callable[[Sequence[str]], list[RangeValidation]]``) backed by Spark.
+    """A ``RangeValidator`` (``Callable[[RangeBatch], list[RangeValidation]]``) backed by Spark.
 
     ``failures`` keeps the failed validations of every call, so the asset can report which objects were
     missing; ``paths`` says where batches ran (``spark``, ``in_process``). ``session`` is called only when
@@ -66,17 +67,18 @@ class SparkRangeValidator:
         self.failures: list[RangeValidation] = []
         self.validated: int = 0
 
-    def __call__(self, range_ids: Sequence[str]) -> list[RangeValidation]:
-        ids = list(range_ids)
+    def __call__(self, batch: RangeBatch) -> list[RangeValidation]:
+        ids = list(batch)
         if not ids:
             return []
         if len(ids) < self.min_ranges:
-            return self._record(ids, self._validate_here(ids), "in_process")
+            return self._record(ids, self._validate_here(batch), "in_process")
         sc = self._session().sparkContext
         settings = sc.broadcast(self._settings)
         try:
             task = functools.partial(_validate_partition, settings, self.namespace, self.strict_full_addresses)
-            rdd = sc.parallelize(ids, numSlices=min(len(ids), self.num_partitions))
+            pairs = [(rid, tuple(batch[rid])) for rid in ids]
+            rdd = sc.parallelize(pairs, numSlices=min(len(ids), self.num_partitions))
             results: list[RangeValidation] = rdd.mapPartitions(task).collect()
         finally:
             settings.destroy()
@@ -86,13 +88,15 @@ class SparkRangeValidator:
             raise RuntimeError(f"Spark returned no validation for {len(missing)} range(s), e.g. {missing[0]}")
         return self._record(ids, [by_id[rid] for rid in ids], "spark")
 
-    def _validate_here(self, ids: list[str]) -> list[RangeValidation]:
+    def _validate_here(self, batch: RangeBatch) -> list[RangeValidation]:
         store = build_blockstore(self._settings)
         strict = self.strict_full_addresses
+
+        def one(rid: str) -> RangeValidation:
+            return validate_range(store, self.namespace, rid, strict_full_addresses=strict, base_ranges=batch[rid])
+
         with ThreadPoolExecutor(max_workers=self.local_workers, thread_name_prefix="validate") as pool:
-            return list(
-                pool.map(lambda rid: validate_range(store, self.namespace, rid, strict_full_addresses=strict), ids)
-            )
+            return list(pool.map(one, batch))
 
     def _record(self, ids: list[str], results: list[RangeValidation], path: str) -> list[RangeValidation]:
         self.paths.add(path)

@@ -109,4 +109,6 @@ validated_ranges = Table(
     Column("namespace", String(1400), primary_key=True),
     Column("range_id", String(128), primary_key=True),
     Column("validated_at", UTCDateTime, nullable=False),
+    # ObjectStat.fingerprint of the file when it was validated; "" (rows of older versions) is never trusted.
+    Column("fingerprint", String(512), nullable=False, server_default=""),
 )

@@ -14,7 +14,7 @@ import re
 import sqlite3
 import time
 import zlib
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -28,6 +28,7 @@ from sqlalchemy import (
     event,
     func,
     insert,
+    inspect,
     select,
     text,
     update,
@@ -126,6 +127,7 @@ class MirrorStore:
             if self.dialect == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _DDL_LOCK_KEY})
             metadata.create_all(conn)
+            _add_missing_columns(conn)
 
         self._run(op)
 
@@ -458,42 +460,54 @@ class MirrorStore:
         return self._run(op)
 
     # ------------------------------------------------------------------ validated ranges
-    def mark_ranges_validated(self, namespace: str, range_ids: Iterable[str]) -> int:
-        """Remember that these ranges are complete at ``namespace``; returns how many were new.
+    def mark_ranges_validated(self, namespace: str, fingerprints: Mapping[str, str]) -> int:
+        """Remember that these ranges (ID -> fingerprint of the file as validated) are complete at
+        ``namespace``; returns how many were new or had another fingerprint.
 
-        Idempotent and safe to run from several processes at once (insert-or-ignore, ids inserted in
-        sorted order so concurrent batches take row locks in the same order and cannot deadlock).
+        Idempotent and safe to run from several processes at once (upsert, ids written in sorted order so
+        concurrent batches take row locks in the same order and cannot deadlock).
         """
         _check_namespace(namespace)
-        ids = _check_range_ids(range_ids)
-        added = 0
+        if not isinstance(fingerprints, Mapping):
+            raise InvalidMirrorSpec("fingerprints must map range IDs to the fingerprints of their files")
+        ids = _check_range_ids(fingerprints)
+        for rid in ids:
+            fingerprint = fingerprints[rid]
+            if not isinstance(fingerprint, str) or len(fingerprint) > 512:
+                raise InvalidMirrorSpec(f"invalid fingerprint {fingerprint!r} of range {rid}")
+        changed = 0
+        table = validated_ranges
         for chunk in _chunks(ids):
             now = _now()
-            rows = [{"namespace": namespace, "range_id": rid, "validated_at": now} for rid in chunk]
+            rows = [
+                {"namespace": namespace, "range_id": r, "validated_at": now, "fingerprint": fingerprints[r]}
+                for r in chunk
+            ]
 
             def op(conn: Connection, rows: list[dict[str, Any]] = rows) -> int:
-                stmt = (
-                    self._insert(validated_ranges)
-                    .values(rows)
-                    .on_conflict_do_nothing(index_elements=[validated_ranges.c.namespace, validated_ranges.c.range_id])
-                    .returning(validated_ranges.c.range_id)
-                )
+                insert = self._insert(table).values(rows)
+                stmt = insert.on_conflict_do_update(
+                    index_elements=[table.c.namespace, table.c.range_id],
+                    set_={"fingerprint": insert.excluded.fingerprint, "validated_at": insert.excluded.validated_at},
+                    where=table.c.fingerprint != insert.excluded.fingerprint,
+                ).returning(table.c.range_id)
                 # Count what RETURNING gives back: rowcount of a multi-row insert is -1 on psycopg.
                 return len(conn.execute(stmt).all())
 
-            added += self._run(op)
-        return added
+            changed += self._run(op)
+        return changed
 
-    def validated_ranges(self, namespace: str, range_ids: Iterable[str]) -> set[str]:
-        """The subset of ``range_ids`` already validated at ``namespace``."""
+    def validated_ranges(self, namespace: str, range_ids: Iterable[str]) -> dict[str, str]:
+        """The ranges of ``range_ids`` already validated at ``namespace``, each with its file's fingerprint."""
         _check_namespace(namespace)
         ids = _check_range_ids(range_ids)
-        found: set[str] = set()
+        found: dict[str, str] = {}
+        table = validated_ranges
         for chunk in _chunks(ids):
-            stmt = select(validated_ranges.c.range_id).where(
-                validated_ranges.c.namespace == namespace, validated_ranges.c.range_id.in_(chunk)
+            stmt = select(table.c.range_id, table.c.fingerprint).where(
+                table.c.namespace == namespace, table.c.range_id.in_(chunk)
             )
-            found.update(self._run(functools.partial(_scalars, stmt=stmt), write=False))
+            found.update(self._run(functools.partial(_pairs, stmt=stmt), write=False))
         return found
 
     def forget_validated(self, namespace: str, range_ids: Iterable[str] | None = None) -> int:
@@ -706,8 +720,16 @@ def _replace(mirror: Mirror, *, state: MirrorState, message: str, updated_at: da
     )
 
 
-def _scalars(conn: Connection, stmt: Any) -> list[Any]:
-    return list(conn.execute(stmt).scalars())
+def _add_missing_columns(conn: Connection) -> None:
+    """Columns added after a table first shipped: ``create_all`` only creates missing tables, so a
+    database made by an older version gets them here (under the same DDL lock)."""
+    columns = {c["name"] for c in inspect(conn).get_columns(validated_ranges.name)}
+    if "fingerprint" not in columns:
+        conn.execute(text("ALTER TABLE validated_ranges ADD COLUMN fingerprint VARCHAR(512) NOT NULL DEFAULT ''"))
+
+
+def _pairs(conn: Connection, stmt: Any) -> dict[str, str]:
+    return {str(key): str(value) for key, value in conn.execute(stmt).all()}
 
 
 def _rowcount(conn: Connection, stmt: Any) -> int:

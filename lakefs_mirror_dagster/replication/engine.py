@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
@@ -18,18 +18,27 @@ from typing import Protocol
 from ..graveler.ident import commit_id as compute_commit_id
 from ..graveler.range_id import verify_range_file
 from ..graveler.ranges import iter_entry_locations, iter_range_refs
+from ..graveler.records import RangeRef
 from ..lakefs import Commit, LakeFSClient, LakeFSNotFound
-from ..storage import Blockstore, CopyTask, TransferPool
+from ..storage import Blockstore, CopyTask, ObjectStat, TransferPool
 from ..storage.uri import join_namespace
 from .failpoints import failpoint
 from .planner import CommitPlanner
 from .results import MirrorSyncResult, RefResult, TransferStats
 from .source import RepositorySource
-from .validation import MAX_REPORTED, RangeValidation, metadata_uri, read_metarange, validate_range
+from .validation import (
+    MAX_REPORTED,
+    RangeValidation,
+    metadata_uri,
+    present_entries,
+    read_metarange,
+    validate_range,
+)
 
 __all__ = [
     "EngineSettings",
     "MirrorEngine",
+    "RangeBatch",
     "RangeTransferer",
     "RangeValidator",
     "ReplicationError",
@@ -45,19 +54,26 @@ class ReplicationError(RuntimeError):
 
 
 class ValidatedCache(Protocol):
-    """Range and metarange IDs already validated at a destination (``MirrorStore`` implements it)."""
+    """Range and metarange files already validated at a destination, each with the fingerprint its file had
+    then (``MirrorStore`` implements it)."""
 
-    def validated_ranges(self, namespace: str, range_ids: Iterable[str]) -> set[str]: ...
+    def validated_ranges(self, namespace: str, range_ids: Iterable[str]) -> Mapping[str, str]: ...
 
-    def mark_ranges_validated(self, namespace: str, range_ids: Iterable[str]) -> int: ...
+    def mark_ranges_validated(self, namespace: str, fingerprints: Mapping[str, str]) -> int: ...
+
+    def forget_validated(self, namespace: str, range_ids: Iterable[str] | None = None) -> int: ...
 
 
-#: Validates a batch of range IDs at the destination: in-process threads, or Spark tasks.
-RangeValidator = Callable[[Sequence[str]], list[RangeValidation]]
+#: New range IDs, each with its base ranges: validated ranges at the destination whose keys overlap it (the
+#: ranges lakeFS rewrote into it). Entries unchanged from a base need neither a copy nor a second look.
+RangeBatch = Mapping[str, Sequence[str]]
+
+#: Validates a batch of ranges at the destination: in-process threads, or Spark tasks.
+RangeValidator = Callable[[RangeBatch], list[RangeValidation]]
 
 #: Copies the objects of a batch of new ranges (read at ``commit``) and then writes each range file whose
 #: objects all arrived; adds its counts and failures to the stats. In-process (the engine's pool) or Spark tasks.
-RangeTransferer = Callable[[Sequence[str], Commit, TransferStats], None]
+RangeTransferer = Callable[[RangeBatch, Commit, TransferStats], None]
 
 
 @dataclass(frozen=True)
@@ -72,11 +88,12 @@ class EngineSettings:
 def in_process_validator(store: Blockstore, namespace: str, *, workers: int, strict: bool) -> RangeValidator:
     """The default validator: ``validate_range`` on a small thread pool."""
 
-    def validate(range_ids: Sequence[str]) -> list[RangeValidation]:
+    def validate(batch: RangeBatch) -> list[RangeValidation]:
+        def one(range_id: str) -> RangeValidation:
+            return validate_range(store, namespace, range_id, strict_full_addresses=strict, base_ranges=batch[range_id])
+
         with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="validate") as pool:
-            return list(
-                pool.map(lambda rid: validate_range(store, namespace, rid, strict_full_addresses=strict), range_ids)
-            )
+            return list(pool.map(one, batch))
 
     return validate
 
@@ -223,12 +240,16 @@ class MirrorEngine:
         prepared = PreparedRef(kind, name, target, commits, stats)
         for commit in commits:
             _verify_commit_id(commit)
-        metaranges = list(dict.fromkeys(c.metarange_id for c in commits if c.metarange_id))
-        stats.metaranges = len(metaranges)
-        done = self.validated.validated_ranges(self.validation_key, metaranges) if metaranges else set()
+        first_commit: dict[str, Commit] = {}
+        for c in commits:
+            if c.metarange_id:
+                first_commit.setdefault(c.metarange_id, c)
+        stats.metaranges = len(first_commit)
+        intact: set[str] = set()
+        bases = self._parent_ranges(commits)
         errors: list[str] = []
-        for metarange_id, commit in self._metarange_commits(commits, metaranges, done):
-            errors.extend(self._transfer_and_validate_metarange(metarange_id, commit, stats))
+        for metarange_id, commit in first_commit.items():
+            errors.extend(self._transfer_and_validate_metarange(metarange_id, commit, stats, intact, bases))
         if errors:
             prepared.error = "validation failed, not promoted: " + "; ".join(errors[:MAX_REPORTED])
         return prepared
@@ -253,23 +274,70 @@ class MirrorEngine:
             self.destination.create_tag(self.mirror_repo, prepared.name, prepared.target, force=True)
 
     # ------------------------------------------------------------------ internals
-    def _metarange_commits(
-        self, commits: list[Commit], metaranges: list[str], done: set[str]
-    ) -> Iterator[tuple[str, Commit]]:
-        first_commit: dict[str, Commit] = {}
-        for c in commits:
-            first_commit.setdefault(c.metarange_id, c)
-        for mr in metaranges:
-            if mr not in done:
-                yield mr, first_commit[mr]
+    def _intact(self, file_ids: Sequence[str], intact: set[str], stats: TransferStats) -> set[str]:
+        """The files among ``file_ids`` validated earlier whose copies at the destination still have the
+        fingerprint they had then. Validations of files changed or gone since are forgotten, so those files
+        are copied and checked again: a damaged range never stays trusted. ``intact`` carries what this
+        pass already found, so files shared by many commits are looked at once."""
+        todo = [f for f in dict.fromkeys(file_ids) if f not in intact]
+        cached = self.validated.validated_ranges(self.validation_key, todo) if todo else {}
+        if cached:
+            ids = list(cached)
+            with ThreadPoolExecutor(max_workers=min(self.settings.concurrency, len(ids))) as pool:
+                found = dict(zip(ids, pool.map(self._stat_metadata, ids), strict=True))
+            changed = [f for f in ids if (st := found[f]) is None or not cached[f] or st.fingerprint != cached[f]]
+            if changed:
+                log.warning(
+                    "%d validated file(s) of %s changed or went missing at the destination since they were "
+                    "validated (or were validated by an older version); checking them again: %s",
+                    len(changed),
+                    self.mirror_repo,
+                    ", ".join(changed[:5]),
+                )
+                stats.files_changed_since_validation += len(changed)
+                self.validated.forget_validated(self.validation_key, changed)
+            intact.update(set(ids).difference(changed))
+        return {f for f in file_ids if f in intact}
 
-    def _transfer_and_validate_metarange(self, metarange_id: str, commit: Commit, stats: TransferStats) -> list[str]:
-        """Copy a metarange's new ranges (objects first) and the metarange, then validate it all."""
+    def _parent_ranges(self, commits: Sequence[Commit]) -> list[RangeRef]:
+        """The ranges of the parents already at the mirror: the ones new ranges are most likely rewrites of."""
+        in_batch = {c.id for c in commits}
+        parents = [p for c in commits for p in c.parents if p not in in_batch]
+        metaranges = dict.fromkeys(self.planner.source_commit(p).metarange_id for p in parents)
+        refs: list[RangeRef] = []
+        for metarange_id in filter(None, metaranges):
+            data = self.source.read_metadata("meta_range", metarange_id)
+            refs.extend(iter_range_refs(verify_range_file(data, metarange_id)))
+        return refs
+
+    def _with_bases(
+        self, new: Sequence[RangeRef], bases: Sequence[RangeRef], intact: set[str], stats: TransferStats
+    ) -> dict[str, tuple[str, ...]]:
+        """Each new range with the intact validated ranges whose key spans overlap it."""
+        new_ids = {r.range_id for r in new}
+        overlapping = {
+            r.range_id: [b.range_id for b in bases if b.range_id not in new_ids and _overlap(b, r)] for r in new
+        }
+        usable = self._intact([b for ids in overlapping.values() for b in ids], intact, stats)
+        return {rid: tuple(dict.fromkeys(b for b in ids if b in usable)) for rid, ids in overlapping.items()}
+
+    def _stat_metadata(self, file_id: str) -> ObjectStat | None:
+        return self.dst_store.stat(metadata_uri(self.dst_ns, file_id))
+
+    def _transfer_and_validate_metarange(
+        self, metarange_id: str, commit: Commit, stats: TransferStats, intact: set[str], bases: list[RangeRef]
+    ) -> list[str]:
+        """Copy a metarange's new ranges (objects first) and the metarange, then validate it all. ``bases``
+        (ranges of earlier commits) grows by this metarange's ranges for the commits after it."""
         data = self.source.read_metadata("meta_range", metarange_id)
-        range_ids = [ref.range_id for ref in iter_range_refs(verify_range_file(data, metarange_id))]
-        known = self.validated.validated_ranges(self.validation_key, range_ids) if range_ids else set()
-        new_ranges = [r for r in range_ids if r not in known]
+        refs = list(iter_range_refs(verify_range_file(data, metarange_id)))
+        range_ids = [ref.range_id for ref in refs]
+        known = self._intact([metarange_id, *range_ids], intact, stats)
+        new_ranges = self._with_bases([r for r in refs if r.range_id not in known], bases, intact, stats)
+        bases.extend(refs)
         stats.ranges_skipped += len(range_ids) - len(new_ranges)
+        if metarange_id in known and not new_ranges:
+            return []
         failed_before = stats.failed_object_count
         if new_ranges:
             self.transferer(new_ranges, commit, stats)
@@ -280,42 +348,50 @@ class MirrorEngine:
         failpoint("after_metarange_file")
 
         errors: list[str] = []
-        if read_metarange(self.dst_store, self.dst_ns, metarange_id) != range_ids:
+        metarange_stat = self._stat_metadata(metarange_id)
+        if metarange_stat is None or read_metarange(self.dst_store, self.dst_ns, metarange_id) != range_ids:
             errors.append(f"metarange {metarange_id} at the destination does not match the source")
         validations = self.validator(new_ranges) if new_ranges else []
         stats.ranges_validated += len(validations)
-        good = [v.range_id for v in validations if v.ok]
+        good = {v.range_id: v.fingerprint for v in validations if v.ok}
         if good:
             self.validated.mark_ranges_validated(self.validation_key, good)
+            intact.update(good)
         for v in validations:
             if not v.ok:
                 errors.append(_describe_failure(v))
-        if not errors:
+        if not errors and metarange_stat is not None:
             failpoint("before_mark_validated")
-            self.validated.mark_ranges_validated(self.validation_key, [metarange_id])
+            self.validated.mark_ranges_validated(self.validation_key, {metarange_id: metarange_stat.fingerprint})
+            intact.add(metarange_id)
         return errors
 
-    def transfer_ranges(self, range_ids: Sequence[str], commit: Commit, stats: TransferStats) -> None:
+    def transfer_ranges(self, batch: RangeBatch, commit: Commit, stats: TransferStats) -> None:
         """The in-process ``RangeTransferer``: ranges one after another, objects on the engine's pool."""
         stats.note_path("in_process")
-        for range_id in range_ids:
-            self._transfer_range(range_id, commit, stats)
+        for range_id, base_ranges in batch.items():
+            self._transfer_range(range_id, base_ranges, commit, stats)
 
-    def _transfer_range(self, range_id: str, commit: Commit, stats: TransferStats) -> None:
+    def _transfer_range(self, range_id: str, base_ranges: Sequence[str], commit: Commit, stats: TransferStats) -> None:
         """Objects of one range, then the range file itself (only after its objects were copied)."""
         data = self.source.read_metadata("range", range_id)
         stats.ranges_read_from_source += 1
         sst = verify_range_file(data, range_id)
+        present = present_entries(self.dst_store, self.dst_ns, base_ranges)
 
         def tasks() -> Iterator[CopyTask]:
-            for key, address, is_full, size in iter_entry_locations(sst):
+            for entry in iter_entry_locations(sst):
+                key, address, is_full, size, etag = entry
+                if entry in present:
+                    stats.objects_skipped += 1
+                    continue
                 if is_full:
                     stats.full_address_objects += 1
                     if len(stats.full_address_examples) < MAX_REPORTED:
                         stats.full_address_examples.append(address)
                     continue
                 src_store, src_uri = self.source.object_location(commit.id, key.decode(), address)
-                yield CopyTask(src_store, src_uri, self.dst_store, join_namespace(self.dst_ns, address), size)
+                yield CopyTask(src_store, src_uri, self.dst_store, join_namespace(self.dst_ns, address), size, etag)
 
         summary = self._pool.run(tasks())
         stats.objects_copied += summary.copied
@@ -354,6 +430,10 @@ class MirrorEngine:
         return False
 
 
+def _overlap(a: RangeRef, b: RangeRef) -> bool:
+    return a.min_key <= b.max_key and b.min_key <= a.max_key
+
+
 def _verify_commit_id(commit: Commit) -> None:
     computed = compute_commit_id(
         commit.committer,
@@ -374,7 +454,8 @@ def _describe_failure(v: RangeValidation) -> str:
         return v.error
     parts = []
     if v.missing_count:
-        parts.append(f"{v.missing_count} object(s) missing or wrong size, e.g. {', '.join(v.missing[:5])}")
+        examples = ", ".join(v.missing[:5])
+        parts.append(f"{v.missing_count} object(s) missing, of the wrong size or with the wrong MD5, e.g. {examples}")
     if v.strict_full_addresses and v.full_address_count:
         parts.append(
             f"{v.full_address_count} object(s) with full (imported) addresses, refused by strict_full_addresses, "

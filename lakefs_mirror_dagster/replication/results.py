@@ -18,6 +18,8 @@ class TransferStats:
     ranges_skipped: int = 0
     ranges_read_from_source: int = 0
     ranges_validated: int = 0
+    #: Validated range or metarange files found changed or missing at the destination since: checked again.
+    files_changed_since_validation: int = 0
     objects_copied: int = 0
     objects_skipped: int = 0
     bytes_copied: int = 0

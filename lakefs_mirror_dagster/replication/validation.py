@@ -6,15 +6,19 @@ Spark tasks (one range per task) both call it, so the two can never disagree.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..graveler.range_id import verify_range_file
 from ..graveler.ranges import iter_entry_locations, iter_range_refs
 from ..graveler.sstable import SSTableError
-from ..storage import Blockstore, ObjectNotFound, StorageError
+from ..storage import Blockstore, ObjectNotFound, StorageError, md5_conflict
 from ..storage.uri import join_namespace
 
-__all__ = ["RangeValidation", "metadata_uri", "read_metarange", "validate_range"]
+__all__ = ["Entry", "RangeValidation", "metadata_uri", "present_entries", "read_metarange", "validate_range"]
+
+#: (key, address, is_full, size, etag): one object of a range, as ``iter_entry_locations`` yields it.
+Entry = tuple[bytes, str, bool, int, str]
 
 MAX_REPORTED = 20
 
@@ -37,6 +41,8 @@ class RangeValidation:
     full_address_count: int = 0
     error: str | None = None
     strict_full_addresses: bool = False
+    #: ObjectStat.fingerprint of the range file that was read: the cache trusts the file while it is unchanged.
+    fingerprint: str = ""
 
     @property
     def ok(self) -> bool:
@@ -55,17 +61,51 @@ def read_metarange(store: Blockstore, namespace: str, metarange_id: str) -> list
     return [ref.range_id for ref in iter_range_refs(verify_range_file(data, metarange_id))]
 
 
+def present_entries(store: Blockstore, namespace: str, base_ranges: Sequence[str]) -> set[Entry]:
+    """The entries of ranges validated earlier at the destination (and still intact): their objects were
+    found there, so an identical entry (same key, address, size and ETag) of a new range needs no second
+    look. When lakeFS rewrites a range to insert one key, this turns a check of every object of the range
+    into a check of the one new object. A base that cannot be read or does not hash to its ID adds nothing:
+    its entries are then checked like any other."""
+    found: set[Entry] = set()
+    for base in base_ranges:
+        try:
+            data = store.read_bytes(metadata_uri(namespace, base))
+            found.update(e for e in iter_entry_locations(verify_range_file(data, base)) if not e[2])
+        except (SSTableError, StorageError):
+            continue
+    return found
+
+
 def validate_range(
-    store: Blockstore, namespace: str, range_id: str, *, strict_full_addresses: bool = False
+    store: Blockstore,
+    namespace: str,
+    range_id: str,
+    *,
+    strict_full_addresses: bool = False,
+    base_ranges: Sequence[str] = (),
 ) -> RangeValidation:
-    """Check the range file at the destination hashes to its ID and every object it names is there
-    with the size the entry records. Never raises for a data problem: the result says what is wrong."""
+    """Check the range file at the destination hashes to its ID and every object it names is there with
+    the size the entry records and, where the store reports an MD5 ETag and the entry records one (S3
+    single-part objects), the same MD5. Objects of entries found unchanged in ``base_ranges`` (validated
+    ranges the new one replaces) are counted without a second look. Never raises for a data problem: the
+    result says what is wrong."""
     result = RangeValidation(range_id=range_id, strict_full_addresses=strict_full_addresses)
+    present = present_entries(store, namespace, base_ranges)
     try:
-        data = store.read_bytes(metadata_uri(namespace, range_id))
+        uri = metadata_uri(namespace, range_id)
+        stat = store.stat(uri)  # before the read: a file rewritten in between is re-checked next time
+        if stat is None:
+            raise ObjectNotFound(uri, uri=uri)
+        result.fingerprint = stat.fingerprint
+        data = store.read_bytes(uri)
         sst = verify_range_file(data, range_id)
-        for key, address, is_full, size in iter_entry_locations(sst):
+        for entry in iter_entry_locations(sst):
+            key, address, is_full, size, etag = entry
             result.objects += 1
+            if entry in present:
+                result.bytes += size
+                continue
             if is_full:
                 result.full_address_count += 1
                 if len(result.full_addresses) < MAX_REPORTED:
@@ -76,6 +116,8 @@ def validate_range(
                 result.note_missing(f"{key.decode(errors='replace')} ({address}): missing")
             elif stat.size != size:
                 result.note_missing(f"{key.decode(errors='replace')} ({address}): {stat.size} bytes, expected {size}")
+            elif md5_conflict(etag, stat.etag):
+                result.note_missing(f"{key.decode(errors='replace')} ({address}): MD5 {stat.etag}, expected {etag}")
             else:
                 result.bytes += size
     except ObjectNotFound:

@@ -20,10 +20,18 @@ class ReadableStream(Protocol):
 
 @dataclass(frozen=True)
 class ObjectStat:
-    """What a HEAD tells us: the size, and the store's ETag when it has one (S3; None for local)."""
+    """What a HEAD tells us: the size, the store's ETag when it has one (None for local), and for local
+    files a change token (modification time and inode), since they have no ETag."""
 
     size: int
     etag: str | None = None
+    version: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes when the object is rewritten with other content: a validated file is trusted again
+        later only while its fingerprint is the one it had when it was validated."""
+        return f"{self.size}/{self.version or self.etag or ''}"
 
 
 @dataclass(frozen=True)

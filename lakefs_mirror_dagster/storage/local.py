@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat as stat_module
 import tempfile
 from collections.abc import Iterator, Sequence
 from typing import BinaryIO, ClassVar
@@ -63,6 +64,11 @@ def _fsync_dir(path: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _version(st: os.stat_result) -> str:
+    """Local files have no ETag: modification time and inode change with every (atomic, renamed) rewrite."""
+    return f"{st.st_mtime_ns}.{st.st_ino}"
 
 
 def _under(path: str, root: str) -> bool:
@@ -165,9 +171,9 @@ class LocalBlockstore(Blockstore):
             return None
         except OSError as exc:
             raise _map_os_error(exc, "stat", uri) from exc
-        if not os.path.isfile(path):
+        if not stat_module.S_ISREG(st.st_mode):
             return None
-        return ObjectStat(size=st.st_size, etag=None)
+        return ObjectStat(size=st.st_size, etag=None, version=_version(st))
 
     def open_read(self, uri: str) -> BinaryIO:
         path = self.path_for(uri)
@@ -213,7 +219,7 @@ class LocalBlockstore(Blockstore):
             os.replace(tmp, path)
             tmp = None
             _fsync_dir(directory)
-            return ObjectStat(size=written, etag=None)
+            return ObjectStat(size=written, etag=None, version=_version(os.stat(path)))
         except _SourceReadError as exc:
             raise exc.error from None
         except OSError as exc:

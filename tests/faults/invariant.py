@@ -98,7 +98,8 @@ class MirrorChecker:
                 violations += problems
                 continue
             range_data = p.src_store.read_bytes(metadata_uri(p.src_ns, ref.range_id))
-            for key, address, is_full, _size in iter_entry_locations(verify_range_file(range_data, ref.range_id)):
+            entries = iter_entry_locations(verify_range_file(range_data, ref.range_id))
+            for key, address, is_full, _size, _etag in entries:
                 if is_full or (address in self._same_objects and not full):
                     continue
                 problem = self._same_object(key.decode(errors="replace"), address)

@@ -3,10 +3,11 @@
 - A range or metarange file damaged on its way into the destination (a store that flips one byte of what
   it is given) is caught by recomputing its ID from the destination's copy: the ref is blocked, and the
   next sync copies the file again and promotes.
-- A range file damaged at the destination after it was validated: the validated-range cache trusts it, so
-  it is only caught once its validation is forgotten (``MirrorStore.forget_validated``); the strict xfail
-  below documents that a later commit reusing the range is promoted onto the damaged file.
-- An object damaged in transit (same size) is not caught: validation compares sizes only (strict xfail).
+- A range file damaged at the destination after it was validated: the validated-range cache keeps the
+  fingerprint (size and ETag) each file had when it was validated, so a later commit reusing the range finds
+  the change, copies the file again and validates it before promoting.
+- An object damaged on its way into the destination (same size) is caught by its MD5: lakeFS records the
+  MD5 of single-part objects as their ETag, and the destination reports the MD5 of what it stored.
 - A source commit whose fields do not hash to its ID is refused: no commit record, no ref move.
 """
 
@@ -162,44 +163,35 @@ def test_range_damaged_at_destination_is_copied_again_once_its_validation_is_for
     assert not (violations := checker.converged_violations()), violations
 
 
-@pytest.mark.xfail(
-    raises=Violations,
-    strict=True,
-    reason="engine limitation: ranges in the validated cache are never re-read, so a commit reusing a range "
-    "damaged at the destination after validation is promoted onto the damaged file",
-)
 def test_range_damaged_at_destination_is_caught_when_a_later_commit_reuses_it(rig: FaultRig) -> None:
     pair = rig.new_pair("reuse")
-    base, _range_id = _damage_range_at_destination(rig, pair)
+    base, range_id = _damage_range_at_destination(rig, pair)
     head = _commit_reusing_metarange(pair, base)
 
-    result = rig.run_sync(pair.mirror, label="sync onto a damaged range")
-    promoted = _head(pair.dst, pair.mirror, "main") == head.id
-    assert result.returncode in (0, 1), result.output[-3000:]
-    # Either blocked (and said so) or repaired: a mirror ref on a damaged range is the one thing not allowed.
-    violations = [v for v in MirrorChecker(pair).refs_violations(full=True) if head.id[:12] in v]
+    result = _engine(rig, pair).sync()
+    main = next(r for r in result.refs if r.name == "main")
+    assert main.action == "advanced" and _head(pair.dst, pair.mirror, "main") == head.id, main
+    assert main.stats.files_changed_since_validation == 1, main.stats  # the damaged range, copied again
+    violations = MirrorChecker(pair).converged_violations()
     if violations:
-        raise Violations(f"promoted={promoted}: {violations}")
+        raise Violations(f"promoted onto the damaged range {range_id}: {violations}")
 
 
-@pytest.mark.xfail(
-    raises=Violations,
-    strict=True,
-    reason="engine gap: objects are validated by size only, so bytes damaged on the way in (same size) are "
-    "promoted, and later syncs skip the object as present",
-)
 def test_object_damaged_in_transit_is_caught(rig: FaultRig) -> None:
     pair = rig.new_pair("objrot")
-    _commit(pair, "main", {f"data/o-{i}.bin": 700 + i for i in range(4)}, "four objects")
+    head = _commit(pair, "main", {f"data/o-{i}.bin": 700 + i for i in range(4)}, "four objects")
     store = CorruptingStore(_engine(rig, pair).dst_store, lambda uri: "/_lakefs/" not in uri)
     result = _engine(rig, pair, store=store).sync()
     assert store.damaged, "nothing was damaged: the test did not exercise the check"
+    main = next(r for r in result.refs if r.name == "main")
+    assert main.action == "blocked" and "MD5" in (main.error or ""), main
+    assert _head(pair.dst, pair.mirror, "main") != head.id, "promoted onto damaged objects"
+
     again = rig.run_sync(pair.mirror, label="sync after an object was damaged in transit")
     assert again.returncode == 0, again.output[-3000:]
     violations = MirrorChecker(pair).converged_violations()
     if violations:
-        actions = {r.name: r.action for r in result.refs}
-        raise Violations(f"first sync {actions}; after a clean sync: {violations}")
+        raise Violations(f"after a clean sync: {violations}")
 
 
 class TamperingClient:

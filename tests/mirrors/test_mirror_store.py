@@ -243,8 +243,8 @@ def test_delete_removes_mirror_branches_and_its_range_cache(store: MirrorStore) 
     mirror = store.create_mirror(**spec())
     other = store.create_mirror(**spec(name="other-mirror", storage_namespace="s3://b/other"))
     store.record_branch(mirror.id, "main", source_commit_id="c1")
-    store.mark_ranges_validated(mirror.validation_namespace, ["r1", "r2"])
-    store.mark_ranges_validated(other.validation_namespace, ["r1"])
+    store.mark_ranges_validated(mirror.validation_namespace, {"r1": "f1", "r2": "f2"})
+    store.mark_ranges_validated(other.validation_namespace, {"r1": "f1"})
 
     with pytest.raises(ConcurrentUpdate):
         store.delete_mirror(mirror.id, expected_generation=7)
@@ -255,7 +255,7 @@ def test_delete_removes_mirror_branches_and_its_range_cache(store: MirrorStore) 
     with pytest.raises(MirrorNotFound):
         store.get_branches(mirror.id)
     assert store.validated_count(mirror.validation_namespace) == 0
-    assert store.validated_ranges(other.validation_namespace, ["r1"]) == {"r1"}  # untouched
+    assert store.validated_ranges(other.validation_namespace, ["r1"]) == {"r1": "f1"}  # untouched
     # Name and namespace are free again.
     again = store.create_mirror(**spec())
     assert again.id != mirror.id and store.get_branches(again.id) == []
@@ -307,34 +307,41 @@ def test_validated_ranges_cache_is_idempotent_and_per_namespace(store: MirrorSto
     west = validation_namespace("us-west-2", "", "s3://b/ns")
     east = validation_namespace("eu-central-1", "", "s3://b/ns")  # same URI, other region's storage
     assert west != east
-    assert store.mark_ranges_validated(west, ["r1", "r2", "r3"]) == 3
-    assert store.mark_ranges_validated(west, ["r2", "r3", "r4", "r4"]) == 1
-    assert store.validated_ranges(west, ["r1", "r4", "r9"]) == {"r1", "r4"}
-    assert store.validated_ranges(east, ["r1", "r4"]) == set()
+    assert store.mark_ranges_validated(west, {"r1": "1/a", "r2": "2/b", "r3": "3/c"}) == 3
+    assert store.mark_ranges_validated(west, {"r2": "2/b", "r3": "3/c", "r4": "4/d"}) == 1
+    assert store.validated_ranges(west, ["r1", "r4", "r9"]) == {"r1": "1/a", "r4": "4/d"}
+    assert store.validated_ranges(east, ["r1", "r4"]) == {}
+    # validated again after its file was rewritten: the new fingerprint replaces the old one
+    assert store.mark_ranges_validated(west, {"r1": "1/z"}) == 1
+    assert store.validated_ranges(west, ["r1"]) == {"r1": "1/z"}
     assert store.validated_count(west) == 4
     assert store.forget_validated(west, ["r1", "r9"]) == 1
-    assert store.validated_ranges(west, ["r1", "r2"]) == {"r2"}
+    assert store.validated_ranges(west, ["r1", "r2"]) == {"r2": "2/b"}
     assert store.forget_validated(west) == 3
     assert store.validated_count(west) == 0
-    assert store.validated_ranges(west, []) == set()
+    assert store.validated_ranges(west, []) == {}
 
 
 def test_large_batches_cross_statement_limits(store: MirrorStore) -> None:
     namespace = "us-west-2//s3://b/big"
     ids = [f"{i:064x}" for i in range(7_000)]
-    assert store.mark_ranges_validated(namespace, ids[:4_000]) == 4_000
-    assert store.mark_ranges_validated(namespace, iter(ids)) == 3_000  # any iterable
+    assert store.mark_ranges_validated(namespace, dict.fromkeys(ids[:4_000], "f")) == 4_000
+    assert store.mark_ranges_validated(namespace, dict.fromkeys(ids, "f")) == 3_000
     probe = ids[::3] + [f"{i:064x}" for i in range(10_000, 12_000)]
-    assert store.validated_ranges(namespace, probe) == set(ids[::3])
+    assert store.validated_ranges(namespace, iter(probe)) == dict.fromkeys(ids[::3], "f")  # any iterable
     assert store.forget_validated(namespace, ids[:5_000]) == 5_000
     assert store.validated_count(namespace) == 2_000
 
 
 def test_range_ids_are_checked(store: MirrorStore) -> None:
+    with pytest.raises(InvalidMirrorSpec, match="fingerprints must map"):
+        store.mark_ranges_validated("ns", ["ok"])  # type: ignore[arg-type]
     with pytest.raises(InvalidMirrorSpec, match="not a single string"):
-        store.mark_ranges_validated("ns", "abc")
+        store.validated_ranges("ns", "abc")
     with pytest.raises(InvalidMirrorSpec, match="range id"):
-        store.mark_ranges_validated("ns", ["ok", ""])
+        store.mark_ranges_validated("ns", {"ok": "f", "": "f"})
+    with pytest.raises(InvalidMirrorSpec, match="fingerprint"):
+        store.mark_ranges_validated("ns", {"ok": "f", "ok2": 3})  # type: ignore[dict-item]
     with pytest.raises(InvalidMirrorSpec, match="namespace"):
         store.validated_ranges("", ["ok"])
     assert store.validated_count("ns") == 0  # the bad batch wrote nothing
@@ -348,6 +355,26 @@ def test_data_survives_reopening_and_tables_are_created_once(db_url: str) -> Non
         assert second.get_mirror(mirror.id) == mirror
         inspector = sa.inspect(second.engine)
         assert {"mirrors", "mirror_branches", "validated_ranges"} <= set(inspector.get_table_names())
+
+
+def test_a_database_of_an_older_version_gets_the_fingerprint_column(db_url: str) -> None:
+    """Ranges validated before fingerprints existed are kept, with an empty fingerprint the engine never
+    trusts (so they are checked once more), and new validations record theirs."""
+    with MirrorStore(db_url) as store, store.engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE validated_ranges"))
+        conn.execute(
+            sa.text(
+                "CREATE TABLE validated_ranges (namespace VARCHAR(1400) NOT NULL, range_id VARCHAR(128) NOT NULL, "
+                "validated_at TIMESTAMP NOT NULL, PRIMARY KEY (namespace, range_id))"
+            )
+        )
+        conn.execute(sa.text("INSERT INTO validated_ranges VALUES ('ns', 'old', CURRENT_TIMESTAMP)"))
+    with MirrorStore(db_url) as upgraded:
+        assert upgraded.validated_ranges("ns", ["old"]) == {"old": ""}
+        assert upgraded.mark_ranges_validated("ns", {"old": "9/e", "new": "3/f"}) == 2
+        assert upgraded.validated_ranges("ns", ["old", "new"]) == {"old": "9/e", "new": "3/f"}
+    with MirrorStore(db_url) as again:  # the column is added once
+        assert again.validated_count("ns") == 2
 
 
 def test_sqlite_file_uses_wal_and_creates_parent_dirs(tmp_path: Path) -> None:

@@ -50,3 +50,44 @@ def test_one_new_commit_reads_only_new_ranges(lakefs_env, service_for, unique_na
     assert len(second_ranges) == main.stats.ranges_read_from_source == main.stats.ranges_transferred
     assert main.stats.ranges_skipped >= 1
     assert_mirror_equals_source(src, repo, svc_b.client("region-b"), mirror)
+
+
+def test_a_rewritten_range_costs_only_its_new_objects(lakefs_env, service_for, unique_name, monkeypatch) -> None:
+    """A key inserted between existing keys makes lakeFS rewrite that range; the objects the rewritten range
+    shares with the validated range it replaces are neither looked at again nor copied."""
+    svc_a, svc_b = service_for("region-a"), service_for("region-b")
+    src = svc_a.client("region-a")
+    repo, mirror = unique_name("rewrite"), unique_name("mirror")
+    src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
+    for i in range(0, 400, 2):
+        key = f"data/file-{i:04}"
+        src.upload_object(repo, "main", key, content(key, 200))
+    src.commit(repo, "main", "200 objects")
+    svc_a.create_mirror(
+        source_repository=repo,
+        name=mirror,
+        region="region-b",
+        storage_namespace=lakefs_env.region("region-b").namespace_for(mirror),
+    )
+    assert svc_b.sync(name=mirror)[0].ok
+
+    store = svc_b.destination_store(next(svc_b.my_mirrors(name=mirror)).storage_id)
+    object_stats: list[str] = []
+    original = store.stat
+
+    def spy(uri: str):  # type: ignore[no-untyped-def]
+        if "/_lakefs/" not in uri:
+            object_stats.append(uri)
+        return original(uri)
+
+    monkeypatch.setattr(store, "stat", spy)
+    src.upload_object(repo, "main", "data/file-0101", b"between two existing keys")
+    head = src.commit(repo, "main", "one key in the middle")
+    [second] = svc_b.sync(name=mirror)
+    assert second.ok
+    main = next(r for r in second.refs if r.name == "main")
+    assert main.mirror_commit == head.id and main.stats.ranges_transferred == 1
+    assert main.stats.objects_copied == 1 and main.stats.objects_skipped == 200
+    # the new object: looked at before the copy and by validation; the 200 others: not at all
+    assert len(object_stats) <= 2, object_stats
+    assert_mirror_equals_source(src, repo, svc_b.client("region-b"), mirror)

@@ -12,7 +12,6 @@ from lakefs_mirror_dagster.storage import (
     InvalidStorageURI,
     LocalBlockstore,
     ObjectNotFound,
-    ObjectStat,
     PathEscapeError,
     SizeMismatchError,
     StorageError,
@@ -29,14 +28,17 @@ def all_files(root: Path) -> list[str]:
 def test_write_read_stat_delete_roundtrip(local_store: LocalBlockstore) -> None:
     uri = "local://repo1/data/part/object"
     assert local_store.stat(uri) is None
-    assert local_store.write_bytes(uri, b"hello world") == ObjectStat(size=11, etag=None)
-    assert local_store.stat(uri) == ObjectStat(size=11, etag=None)
+    written = local_store.write_bytes(uri, b"hello world")
+    assert (written.size, written.etag) == (11, None)
+    assert local_store.stat(uri) == written
     assert local_store.read_bytes(uri) == b"hello world"
     with local_store.open_read(uri) as stream:
         assert stream.read(5) == b"hello"
         assert stream.read() == b" world"
     # the file lives where lakeFS's local adapter would put it
     assert (Path(local_store.root) / "repo1/data/part/object").read_bytes() == b"hello world"
+    rewritten = local_store.write_bytes(uri, b"HELLO WORLD")  # same size, other bytes: another fingerprint
+    assert rewritten.fingerprint != written.fingerprint and local_store.stat(uri) == rewritten
     local_store.delete(uri)
     assert local_store.stat(uri) is None
     local_store.delete(uri)  # deleting again is not an error, as in S3
