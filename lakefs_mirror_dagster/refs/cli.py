@@ -29,15 +29,20 @@ def _client(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _refs_dump(args: argparse.Namespace) -> int:
-    from .dump import dump_repositories
+    from .dump import dump_repositories, repositories_for_all
 
     if bool(args.repositories) == bool(args.all):
         raise RefsError("refs dump: name the repositories to dump, or pass --all (not both)")
     _, client = _client(args)
     try:
+        names = args.repositories
+        if args.all:
+            names, read_only = repositories_for_all(client)
+            if read_only:
+                print(f"skipped read-only repositories (mirrors; name them to dump): {', '.join(read_only)}")
         results = dump_repositories(
             client,
-            None if args.all else args.repositories,
+            names,
             args.output_dir,
             commit_dirty=args.commit,
             remove=args.rm,
@@ -127,7 +132,11 @@ def add_refs_commands(subparsers: Any) -> None:
 
     dump = refs_sub.add_parser("dump", help="write <repo>_manifest.json with lakeFS's refs dump")
     dump.add_argument("repositories", nargs="*", help="repositories to dump")
-    dump.add_argument("--all", action="store_true", help="dump every repository")
+    dump.add_argument(
+        "--all",
+        action="store_true",
+        help="dump every writable repository (read-only ones, e.g. mirrors, only when named)",
+    )
     dump.add_argument("--commit", action="store_true", help="commit uncommitted changes first (else refuse)")
     dump.add_argument("--rm", action="store_true", help="delete each repository record after its dump (data kept)")
     dump.add_argument("--output-dir", type=Path, default=Path("."), help="where manifests go (default: .)")

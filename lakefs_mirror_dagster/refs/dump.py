@@ -17,7 +17,15 @@ from .errors import RefsError
 from .manifest import RepositoryManifest, write_manifest
 from .tasks import DEFAULT_POLLING, TaskPolling, delete_repository_and_wait, wait_for_task
 
-__all__ = ["COMMIT_MESSAGE", "DumpResult", "dirty_branches", "dump_refs", "dump_repositories", "dump_repository"]
+__all__ = [
+    "COMMIT_MESSAGE",
+    "DumpResult",
+    "dirty_branches",
+    "dump_refs",
+    "dump_repositories",
+    "dump_repository",
+    "repositories_for_all",
+]
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +109,19 @@ def dump_repository(
     return DumpResult(manifest=manifest, path=path, committed=committed, removed=remove)
 
 
+def repositories_for_all(client: LakeFSClient) -> tuple[list[str], list[str]]:
+    """What ``--all`` dumps: every writable repository; and what it leaves out: the read-only ones.
+
+    Read-only repositories are mirrors (or repositories someone froze): committing their dirty branches or
+    removing them would break the mirror, and a mirror is rebuilt from its source anyway. Name one
+    explicitly to dump it.
+    """
+    writable, read_only = [], []
+    for repo in client.list_repositories():
+        (read_only if repo.read_only else writable).append(repo.id)
+    return writable, read_only
+
+
 def dump_repositories(
     client: LakeFSClient,
     repos: Iterable[str] | None,
@@ -110,14 +131,14 @@ def dump_repositories(
     remove: bool = False,
     polling: TaskPolling = DEFAULT_POLLING,
 ) -> list[DumpResult]:
-    """Dump each of ``repos`` (None: every repository), stopping at the first failure.
+    """Dump each of ``repos`` (None: every writable repository), stopping at the first failure.
 
     All named repositories are checked to exist before the first dump, so a typo fails before anything
     is committed or removed.
     """
-    names = [r.id for r in client.list_repositories()] if repos is None else list(dict.fromkeys(repos))
+    names = repositories_for_all(client)[0] if repos is None else list(dict.fromkeys(repos))
     if not names:
-        raise RefsError(f"no repositories to dump in lakeFS at {client.endpoint}")
+        raise RefsError(f"no writable repositories to dump in lakeFS at {client.endpoint}")
     for name in names:
         client.get_repository(name)  # LakeFSNotFound names the missing one
     return [
