@@ -91,7 +91,7 @@ def measure(
             seconds,
             reads,
             s.objects_copied,
-            s.objects_copied + s.objects_skipped,
+            s.objects_copied + s.objects_skipped,  # objects_unchanged: diffed against a validated range, not looked at
             s.ranges_transferred,
             s.ranges_skipped,
         )

@@ -94,7 +94,8 @@ def format_sync_result(result: Any) -> str:
         head = (ref.mirror_commit or "-")[:12]
         lines.append(
             f"  {ref.kind:6} {ref.name:24} {ref.action:9} head {head:12} commits {s.commits:4} "
-            f"objects {s.objects_copied:6} (+{s.objects_skipped} present) bytes {s.bytes_copied:10} lag {lag}"
+            f"objects {s.objects_copied:6} (+{s.objects_skipped + s.objects_unchanged} present) "
+            f"bytes {s.bytes_copied:10} lag {lag}"
         )
         if ref.error:
             lines.append(f"    ! {ref.error}")

@@ -84,6 +84,7 @@ class RangeTransferSummary:
     objects: int = 0
     copied: int = 0
     skipped: int = 0
+    unchanged: int = 0
     bytes_copied: int = 0
     retried: int = 0
     full_address_count: int = 0
@@ -99,6 +100,7 @@ class RangeTransferSummary:
             stats.ranges_read_from_source += 1
         stats.objects_copied += self.copied
         stats.objects_skipped += self.skipped
+        stats.objects_unchanged += self.unchanged
         stats.bytes_copied += self.bytes_copied
         stats.full_address_objects += self.full_address_count
         stats.full_address_examples.extend(
@@ -164,7 +166,7 @@ def transfer_range(
             key, address, is_full, size, etag = entry
             summary.objects += 1
             if entry in present:
-                summary.skipped += 1
+                summary.unchanged += 1
                 continue
             if is_full:  # imported objects live outside the namespace: counted, not copied
                 summary.full_address_count += 1

@@ -141,7 +141,7 @@ def _materialization(mirror: Mirror, ref: RefResult, started: float) -> dg.Mater
         "ranges": stats.ranges_transferred + stats.ranges_skipped,
         "ranges_transferred": stats.ranges_transferred,
         "objects": stats.objects_copied,
-        "objects_already_present": stats.objects_skipped,
+        "objects_already_present": stats.objects_skipped + stats.objects_unchanged,
         "bytes": stats.bytes_copied,
         "transfer_path": stats.transfer_path or "none",
         "duration_seconds": round(time.monotonic() - started, 3),

@@ -157,7 +157,7 @@ def _metadata(mirror: str, outcome: _TagPass, after: Mapping[str, str], started:
         "commits": stats.commits,
         "ranges_transferred": stats.ranges_transferred,
         "objects": stats.objects_copied,
-        "objects_already_present": stats.objects_skipped,
+        "objects_already_present": stats.objects_skipped + stats.objects_unchanged,
         "bytes": stats.bytes_copied,
         "duration_seconds": round(time.monotonic() - started, 3),
     }

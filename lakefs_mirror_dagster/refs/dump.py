@@ -116,7 +116,8 @@ def repositories_for_all(client: LakeFSClient) -> tuple[list[str], list[str]]:
     removing them would break the mirror, and a mirror is rebuilt from its source anyway. Name one
     explicitly to dump it.
     """
-    writable, read_only = [], []
+    writable: list[str] = []
+    read_only: list[str] = []
     for repo in client.list_repositories():
         (read_only if repo.read_only else writable).append(repo.id)
     return writable, read_only

@@ -383,7 +383,7 @@ class MirrorEngine:
             for entry in iter_entry_locations(sst):
                 key, address, is_full, size, etag = entry
                 if entry in present:
-                    stats.objects_skipped += 1
+                    stats.objects_unchanged += 1
                     continue
                 if is_full:
                     stats.full_address_objects += 1

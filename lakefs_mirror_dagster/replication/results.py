@@ -21,7 +21,10 @@ class TransferStats:
     #: Validated range or metarange files found changed or missing at the destination since: checked again.
     files_changed_since_validation: int = 0
     objects_copied: int = 0
+    #: Found already at the destination (a HEAD each).
     objects_skipped: int = 0
+    #: Identical to an entry of a validated range the new range replaces: neither copied nor looked at.
+    objects_unchanged: int = 0
     bytes_copied: int = 0
     full_address_objects: int = 0
     full_address_examples: list[str] = field(default_factory=list)
