@@ -4,6 +4,9 @@ Why not the SDK directly: every call here maps errors into one hierarchy, retrie
 (429, 5xx, connection failures) with bounded backoff, pages through listings lazily, and returns plain
 dataclasses. It also counts metadata-file downloads, which is how tests prove an incremental sync reads no
 range it had validated before.
+
+``lakefs_sdk`` is imported when a client is built, never at module import: it takes over a second to import,
+and the Dagster code location (and every run worker) imports this module before it needs lakeFS.
 """
 
 from __future__ import annotations
@@ -15,9 +18,7 @@ import urllib.parse
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-import lakefs_sdk
 import urllib3
-from lakefs_sdk.exceptions import ApiException
 
 from .errors import LakeFSConflict, LakeFSError, LakeFSUnavailable, error_for_status
 from .models import Commit, Ref, Repository
@@ -41,6 +42,8 @@ class LakeFSClient:
         backoff_s: float = 0.2,
         timeout_s: float = 120.0,
     ) -> None:
+        import lakefs_sdk
+
         self.endpoint = endpoint.rstrip("/").removesuffix("/api/v1")
         conf = lakefs_sdk.Configuration(
             host=f"{self.endpoint}/api/v1", username=access_key_id, password=secret_access_key
@@ -74,6 +77,8 @@ class LakeFSClient:
     # ------------------------------------------------------------------ plumbing
     def call(self, what: str, fn: Callable[..., T], *args: Any, retry: bool = True, **kwargs: Any) -> T:
         """Run one SDK call with error mapping and, when ``retry``, bounded retries on transient failures."""
+        from lakefs_sdk.exceptions import ApiException
+
         kwargs.setdefault("_request_timeout", self._timeout_s)
         attempts = self._attempts if retry else 1
         for attempt in range(1, attempts + 1):
@@ -93,6 +98,8 @@ class LakeFSClient:
 
     # ------------------------------------------------------------------ health and identity
     def healthy(self) -> bool:
+        import lakefs_sdk
+
         try:
             self.call("health check", lakefs_sdk.HealthCheckApi(self._api).health_check, retry=False)
             return True
@@ -118,6 +125,8 @@ class LakeFSClient:
         bare: bool = False,
         storage_id: str | None = None,
     ) -> Repository:
+        import lakefs_sdk
+
         body = lakefs_sdk.RepositoryCreation(
             name=name,
             storage_namespace=storage_namespace,
@@ -144,6 +153,8 @@ class LakeFSClient:
         return str(self.call(f"get branch {repo}/{branch}", self.branches.get_branch, repo, branch).commit_id)
 
     def create_branch(self, repo: str, name: str, source: str, *, force: bool = False) -> None:
+        import lakefs_sdk
+
         body = lakefs_sdk.BranchCreation(name=name, source=source, force=force)
         self.call(f"create branch {repo}/{name}", self.branches.create_branch, repo, body, retry=False)
 
@@ -165,6 +176,8 @@ class LakeFSClient:
             yield Ref(item.id, item.commit_id)
 
     def create_tag(self, repo: str, tag: str, ref: str, *, force: bool = False) -> None:
+        import lakefs_sdk
+
         body = lakefs_sdk.TagCreation(id=tag, ref=ref, force=force)
         self.call(f"create tag {repo}/{tag}", self.tags.create_tag, repo, body, retry=False)
 
@@ -186,6 +199,8 @@ class LakeFSClient:
 
     def create_commit_record(self, repo: str, commit: Commit, *, force: bool = False) -> bool:
         """Create ``commit`` with its own ID; returns False when the record already existed (409)."""
+        import lakefs_sdk
+
         body = lakefs_sdk.CommitRecordCreation(
             commit_id=commit.id,
             version=commit.version,
@@ -215,11 +230,15 @@ class LakeFSClient:
         force: bool = False,
         allow_empty: bool = False,
     ) -> Commit:
+        import lakefs_sdk
+
         body = lakefs_sdk.CommitCreation(message=message, metadata=metadata or {}, force=force, allow_empty=allow_empty)
         c = self.call(f"commit {repo}/{branch}", self.commits.commit, repo, branch, body, retry=False)
         return Commit.from_api(c)
 
     def merge(self, repo: str, source: str, destination: str, *, message: str = "") -> str:
+        import lakefs_sdk
+
         body = lakefs_sdk.Merge(message=message or f"Merge {source} into {destination}")
         result = self.call(
             f"merge {source} into {repo}/{destination}",

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import logging
 
-import lakefs_sdk
-
 from ..lakefs import LakeFSClient, LakeFSError, LakeFSNotFound, Repository
 from .errors import RefsError
 from .manifest import RepositoryManifest
@@ -86,6 +84,8 @@ def restore_refs(
     polling: TaskPolling = DEFAULT_POLLING,
 ) -> None:
     """Run lakeFS's refs restore of ``manifest``'s metaranges into the existing bare repository ``repo``."""
+    import lakefs_sdk  # a second of imports: only where it is used, not in every Dagster run worker
+
     body = lakefs_sdk.RefsRestore(
         commits_meta_range_id=manifest.commits_meta_range_id,
         tags_meta_range_id=manifest.tags_meta_range_id,

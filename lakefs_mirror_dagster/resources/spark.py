@@ -8,8 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
-from dagster_pyspark import LazyPySparkResource
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from ..config import SparkConfig
 from ..mirrors import Mirror
@@ -41,15 +40,18 @@ def spark_session_config(spark: SparkConfig, *, app_name: str = "lakefs-mirror-v
 class SparkValidatorResource(dg.ConfigurableResource):
     """Hands the engine a ``RangeValidator`` that runs ``validate_range`` in Spark tasks.
 
-    The session comes from ``LazyPySparkResource``, so it starts on the first validation, never when
-    definitions load or a sensor ticks.
+    The session comes from dagster-pyspark's ``LazyPySparkResource``, built on the first ``session()`` call, so
+    it starts on the first validation, never when definitions load or a sensor ticks. It is not a nested
+    resource field because that would import ``dagster_pyspark`` and ``pyspark`` (about half a second) in every
+    run worker and sensor process, including the many runs that never start Spark.
     """
 
-    pyspark: LazyPySparkResource
+    spark_config: dict[str, str] = Field(description="SparkSession settings, passed to ``LazyPySparkResource``.")
     num_workers: int = Field(default=3, ge=1, description="Spark partitions the range IDs are spread over.")
     min_ranges: int = Field(
         default=16, ge=0, description="Batches of fewer ranges are validated in-process (no Spark session)."
     )
+    _pyspark: Any = PrivateAttr(default=None)
 
     def validator_for(self, service: ReplicationService, mirror: Mirror) -> SparkRangeValidator:
         """A fresh validator for ``mirror``'s destination store and namespace."""
@@ -88,9 +90,14 @@ class SparkValidatorResource(dg.ConfigurableResource):
         return engine, validator
 
     def session(self) -> Any:
+        """The run's SparkSession, started on the first call."""
         # Python workers must import this package: run them with this interpreter unless told otherwise.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        return self.pyspark.spark_session
+        if self._pyspark is None:
+            from dagster_pyspark import LazyPySparkResource
+
+            self._pyspark = LazyPySparkResource(spark_config=self.spark_config)
+        return self._pyspark.spark_session
 
     @classmethod
     def from_config(
@@ -99,7 +106,7 @@ class SparkValidatorResource(dg.ConfigurableResource):
         """Built from the replication config's ``spark`` and ``validator.num_workers``."""
         conf = {**spark_session_config(spark), **(extra or {})}
         return cls(
-            pyspark=LazyPySparkResource(spark_config=conf),
+            spark_config=conf,
             num_workers=num_workers,
             min_ranges=spark.validation_threshold_ranges,
         )
