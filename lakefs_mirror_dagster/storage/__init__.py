@@ -22,6 +22,7 @@ from .errors import (
     UnsupportedStorageError,
 )
 from .local import LocalBlockstore
+from .presence import listed_stats
 from .registry import StoreRegistry, build_blockstore, parse_size
 from .s3 import S3Blockstore
 from .transfer import CopyResult, CopyTask, TransferFailure, TransferPool, TransferSummary, copy_object
@@ -62,6 +63,7 @@ __all__ = [
     "content_md5",
     "copy_object",
     "join_namespace",
+    "listed_stats",
     "md5_conflict",
     "parse_size",
     "parse_uri",

@@ -6,7 +6,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal
@@ -177,13 +177,13 @@ class TransferPool:
     def _backoff(self, attempt: int) -> float:
         return min(self.backoff_max, self.backoff_initial * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
 
-    def _copy_one(self, task: CopyTask) -> tuple[CopyResult, int]:
+    def _copy_one(self, task: CopyTask, known: Mapping[str, ObjectStat | None]) -> tuple[CopyResult, int]:
         """Returns the result and the number of retries it took; raises the last error."""
         attempt = 0
         while True:
             attempt += 1
             try:
-                return self._attempt(task), attempt - 1
+                return self._attempt(task, known), attempt - 1
             except Exception as exc:
                 if not isinstance(exc, StorageError) or not exc.transient or attempt >= self.max_attempts:
                     raise _Failed(exc, attempt) from exc
@@ -191,7 +191,7 @@ class TransferPool:
                 log.warning("copy %s failed (%s); retry %d in %.1fs", task.src_uri, exc, attempt, delay)
                 self._sleep(delay)
 
-    def _attempt(self, task: CopyTask) -> CopyResult:
+    def _attempt(self, task: CopyTask, known: Mapping[str, ObjectStat | None]) -> CopyResult:
         size = task.size
         if self.skip_existing:
             if size is None:
@@ -202,7 +202,7 @@ class TransferPool:
                         uri=task.src_uri,
                     )
                 size = src.size
-            dst = task.dst_store.stat(task.dst_uri)
+            dst = known[task.dst_uri] if task.dst_uri in known else task.dst_store.stat(task.dst_uri)
             if dst is not None and dst.size == size and not md5_conflict(task.etag, dst.etag):
                 return CopyResult(task.src_uri, task.dst_uri, size, "skipped")
         return copy_object(
@@ -215,8 +215,14 @@ class TransferPool:
             allow_server_side=self.allow_server_side,
         )
 
-    def run(self, tasks: Iterable[CopyTask]) -> TransferSummary:
-        """Copy every task; failures are collected in the summary, never raised."""
+    def run(
+        self, tasks: Iterable[CopyTask], known_destinations: Mapping[str, ObjectStat | None] | None = None
+    ) -> TransferSummary:
+        """Copy every task; failures are collected in the summary, never raised. ``known_destinations``
+        (from ``listed_stats``) settles whether a destination already holds an object without a HEAD: a
+        URI in it maps to the object's stat, or to None when it is absent. Copies are atomic, so what it
+        says stays true across retries."""
+        known: Mapping[str, ObjectStat | None] = known_destinations or {}
         summary = TransferSummary()
         lock = threading.Lock()
         slots = threading.BoundedSemaphore(2 * self.concurrency)
@@ -255,7 +261,7 @@ class TransferPool:
             for task in tasks:
                 slots.acquire()
                 try:
-                    future = pool.submit(self._copy_one, task)
+                    future = pool.submit(self._copy_one, task, known)
                 except BaseException:
                     slots.release()
                     raise

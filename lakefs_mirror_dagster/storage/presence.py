@@ -1,0 +1,57 @@
+"""Which of many objects a store holds: one LIST per dense directory instead of one HEAD per object.
+
+lakeFS writes objects under ``<namespace>/data/<partition>/<object>``, a partition holding up to 50,000
+objects, so the objects of a range share a few directories. A listed object costs about a twelfth of a
+HEAD (MinIO on loopback, boto3: 0.12 ms vs 1.4 ms of CPU), and a listing of a directory with none of
+them (a new mirror) costs one request. A listing is only started for a directory holding at least
+``min_per_directory`` of the wanted objects, and stops after ``overscan`` times as many listed objects, so
+a huge directory holding few of them costs a bounded fraction of the HEADs it was meant to save.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from .base import Blockstore, ObjectStat
+
+__all__ = ["MIN_PER_DIRECTORY", "OVERSCAN", "listed_stats"]
+
+#: Fewest wanted objects in one directory for a listing to pay: a full page of 1,000 costs about 80 HEADs.
+MIN_PER_DIRECTORY = 100
+#: A listing stops after this many listed objects per wanted object of its directory.
+OVERSCAN = 10
+
+
+def listed_stats(
+    store: Blockstore,
+    uris: Iterable[str],
+    *,
+    min_per_directory: int = MIN_PER_DIRECTORY,
+    overscan: int = OVERSCAN,
+) -> dict[str, ObjectStat | None]:
+    """The stats of those ``uris`` that listings settle: an ObjectStat (size and ETag) for each one listed,
+    None for each one absent from a directory listed to its end. URIs not in the result are unsettled and
+    need a HEAD (``store.stat``). Local files listed this way carry no change token (``version``)."""
+    if min_per_directory < 1 or overscan < 1:
+        raise ValueError("min_per_directory and overscan must be at least 1")
+    directories: defaultdict[str, set[str]] = defaultdict(set)
+    for uri in uris:
+        directory, slash, name = uri.rpartition("/")
+        if slash and name:
+            directories[directory + "/"].add(uri)
+    settled: dict[str, ObjectStat | None] = {}
+    for directory, wanted in directories.items():
+        if len(wanted) < min_per_directory:
+            continue
+        budget = overscan * len(wanted)
+        complete = True
+        for listed, info in enumerate(store.list_prefix(directory)):
+            if listed >= budget:
+                complete = False
+                break
+            if info.uri in wanted:
+                settled[info.uri] = ObjectStat(size=info.size, etag=info.etag)
+        if complete:
+            settled.update((uri, None) for uri in wanted if uri not in settled)
+    return settled
