@@ -24,17 +24,18 @@ from typing import Any
 
 from .config import ReplicationConfig
 from .graveler.range_id import verify_range_file
-from .graveler.ranges import iter_entry_locations, iter_range_refs
+from .graveler.ranges import iter_range_refs
 from .graveler.sstable import SSTableError
 from .lakefs import Commit, LakeFSClient, LakeFSError
 from .mirrors import Mirror
+from .replication.copy_plan import plan_range_copies
 from .replication.engine import MirrorEngine, RangeBatch, RangeTransferer, RangeValidator
 from .replication.failpoints import failpoint
 from .replication.results import TransferStats
 from .replication.service import ReplicationService, store_settings
 from .replication.source import ApiObjectReader, RepositorySource
 from .replication.validation import MAX_REPORTED, metadata_uri, present_entries
-from .storage import Blockstore, CopyTask, StorageError, TransferPool, build_blockstore
+from .storage import Blockstore, StorageError, TransferPool, build_blockstore
 from .storage.uri import join_namespace
 
 __all__ = [
@@ -160,29 +161,24 @@ def transfer_range(
     try:
         data = source.read_range(range_id)
         sst = verify_range_file(data, range_id)
-        present = present_entries(destination, target.destination_namespace, base_ranges)
-        tasks: list[CopyTask] = []
-        for entry in iter_entry_locations(sst):
-            key, address, is_full, size, etag = entry
-            summary.objects += 1
-            if entry in present:
-                summary.unchanged += 1
-                continue
-            if is_full:  # imported objects live outside the namespace: counted, not copied
-                summary.full_address_count += 1
-                if len(summary.full_address_examples) < MAX_REPORTED:
-                    summary.full_address_examples.append(address)
-                continue
-            src_store, src_uri = source.object_location(commit_id, key.decode(), address)
-            dst_uri = join_namespace(target.destination_namespace, address)
-            tasks.append(CopyTask(src_store, src_uri, destination, dst_uri, size, etag))
-        pending = tasks
+        copies = plan_range_copies(
+            sst,
+            present=present_entries(destination, target.destination_namespace, base_ranges),
+            locate=lambda key, address: source.object_location(commit_id, key, address),
+            destination=destination,
+            destination_namespace=target.destination_namespace,
+        )
+        summary.objects = copies.objects
+        summary.unchanged = copies.unchanged
+        summary.full_address_count = copies.full_address_count
+        summary.full_address_examples = copies.full_address_examples
+        pending = copies.tasks
         failures: list[str] = []
         for round_no in range(target.retry_rounds + 1):
             if round_no:
                 sleep(target.retry_backoff_seconds * 2 ** (round_no - 1))
                 summary.retried += len(pending)
-            result = pool.run(pending)
+            result = pool.run(pending, copies.destination_stats)
             summary.copied += result.copied
             summary.skipped += result.skipped
             summary.bytes_copied += result.bytes_copied

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
 from ..graveler.ident import commit_id as compute_commit_id
 from ..graveler.range_id import verify_range_file
-from ..graveler.ranges import iter_entry_locations, iter_range_refs
+from ..graveler.ranges import iter_range_refs
 from ..graveler.records import RangeRef
 from ..lakefs import Commit, LakeFSClient, LakeFSNotFound
-from ..storage import Blockstore, CopyTask, ObjectStat, TransferPool
-from ..storage.uri import join_namespace
+from ..storage import Blockstore, ObjectStat, TransferPool
+from .copy_plan import plan_range_copies
 from .failpoints import failpoint
 from .planner import CommitPlanner
 from .results import MirrorSyncResult, RefResult, TransferStats
@@ -377,23 +377,19 @@ class MirrorEngine:
         data = self.source.read_metadata("range", range_id)
         stats.ranges_read_from_source += 1
         sst = verify_range_file(data, range_id)
-        present = present_entries(self.dst_store, self.dst_ns, base_ranges)
-
-        def tasks() -> Iterator[CopyTask]:
-            for entry in iter_entry_locations(sst):
-                key, address, is_full, size, etag = entry
-                if entry in present:
-                    stats.objects_unchanged += 1
-                    continue
-                if is_full:
-                    stats.full_address_objects += 1
-                    if len(stats.full_address_examples) < MAX_REPORTED:
-                        stats.full_address_examples.append(address)
-                    continue
-                src_store, src_uri = self.source.object_location(commit.id, key.decode(), address)
-                yield CopyTask(src_store, src_uri, self.dst_store, join_namespace(self.dst_ns, address), size, etag)
-
-        summary = self._pool.run(tasks())
+        copies = plan_range_copies(
+            sst,
+            present=present_entries(self.dst_store, self.dst_ns, base_ranges),
+            locate=lambda key, address: self.source.object_location(commit.id, key, address),
+            destination=self.dst_store,
+            destination_namespace=self.dst_ns,
+        )
+        stats.objects_unchanged += copies.unchanged
+        stats.full_address_objects += copies.full_address_count
+        stats.full_address_examples.extend(
+            copies.full_address_examples[: MAX_REPORTED - len(stats.full_address_examples)]
+        )
+        summary = self._pool.run(copies.tasks, copies.destination_stats)
         stats.objects_copied += summary.copied
         stats.objects_skipped += summary.skipped
         stats.bytes_copied += summary.bytes_copied

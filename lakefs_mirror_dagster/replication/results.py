@@ -21,7 +21,7 @@ class TransferStats:
     #: Validated range or metarange files found changed or missing at the destination since: checked again.
     files_changed_since_validation: int = 0
     objects_copied: int = 0
-    #: Found already at the destination (a HEAD each).
+    #: Found already at the destination (listed, or a HEAD each).
     objects_skipped: int = 0
     #: Identical to an entry of a validated range the new range replaces: neither copied nor looked at.
     objects_unchanged: int = 0

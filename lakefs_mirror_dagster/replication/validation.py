@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from ..graveler.range_id import verify_range_file
 from ..graveler.ranges import iter_entry_locations, iter_range_refs
 from ..graveler.sstable import SSTableError
-from ..storage import Blockstore, ObjectNotFound, StorageError, md5_conflict
+from ..storage import Blockstore, ObjectNotFound, StorageError, listed_stats, md5_conflict
 from ..storage.uri import join_namespace
 
 __all__ = ["Entry", "RangeValidation", "metadata_uri", "present_entries", "read_metarange", "validate_range"]
@@ -87,7 +87,8 @@ def validate_range(
 ) -> RangeValidation:
     """Check the range file at the destination hashes to its ID and every object it names is there with
     the size the entry records and, where the store reports an MD5 ETag and the entry records one (S3
-    single-part objects), the same MD5. Objects of entries found unchanged in ``base_ranges`` (validated
+    single-part objects), the same MD5. Objects are looked up by listing their directories where many share
+    one (``listed_stats``), else by HEAD. Objects of entries found unchanged in ``base_ranges`` (validated
     ranges the new one replaces) are counted without a second look. Never raises for a data problem: the
     result says what is wrong."""
     result = RangeValidation(range_id=range_id, strict_full_addresses=strict_full_addresses)
@@ -100,18 +101,21 @@ def validate_range(
         result.fingerprint = stat.fingerprint
         data = store.read_bytes(uri)
         sst = verify_range_file(data, range_id)
+        to_check: list[tuple[str, Entry]] = []
         for entry in iter_entry_locations(sst):
             key, address, is_full, size, etag = entry
             result.objects += 1
             if entry in present:
                 result.bytes += size
-                continue
-            if is_full:
+            elif is_full:
                 result.full_address_count += 1
                 if len(result.full_addresses) < MAX_REPORTED:
                     result.full_addresses.append(address)
-                continue
-            stat = store.stat(join_namespace(namespace, address))
+            else:
+                to_check.append((join_namespace(namespace, address), entry))
+        listed = listed_stats(store, (object_uri for object_uri, _ in to_check))
+        for object_uri, (key, address, _, size, etag) in to_check:
+            stat = listed[object_uri] if object_uri in listed else store.stat(object_uri)
             if stat is None:
                 result.note_missing(f"{key.decode(errors='replace')} ({address}): missing")
             elif stat.size != size:

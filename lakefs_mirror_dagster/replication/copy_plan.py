@@ -1,0 +1,59 @@
+"""The copies one range needs: shared by the in-process transfer and the Spark task, so both count alike."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Set
+from dataclasses import dataclass, field
+
+from ..graveler.ranges import iter_entry_locations
+from ..graveler.sstable import SSTable
+from ..storage import Blockstore, CopyTask, ObjectStat, listed_stats
+from ..storage.uri import join_namespace
+from .validation import MAX_REPORTED, Entry
+
+__all__ = ["ObjectLocator", "RangeCopies", "plan_range_copies"]
+
+#: Where the source serves an object, given its key and address: its store and URI there.
+ObjectLocator = Callable[[str, str], tuple[Blockstore, str]]
+
+
+@dataclass
+class RangeCopies:
+    """The copy tasks of one range, what the destination was found to hold already, and the entries that
+    need no copy: unchanged from a validated base range, or imported (full addresses, never copied)."""
+
+    tasks: list[CopyTask] = field(default_factory=list)
+    destination_stats: dict[str, ObjectStat | None] = field(default_factory=dict)
+    objects: int = 0
+    unchanged: int = 0
+    full_address_count: int = 0
+    full_address_examples: list[str] = field(default_factory=list)
+
+
+def plan_range_copies(
+    sst: SSTable,
+    *,
+    present: Set[Entry],
+    locate: ObjectLocator,
+    destination: Blockstore,
+    destination_namespace: str,
+) -> RangeCopies:
+    """One copy task per entry not in ``present`` with a relative address, and the destination's stats of
+    their targets as far as listing its directories settles them (the rest get a HEAD in the pool)."""
+    plan = RangeCopies()
+    for entry in iter_entry_locations(sst):
+        key, address, is_full, size, etag = entry
+        plan.objects += 1
+        if entry in present:
+            plan.unchanged += 1
+            continue
+        if is_full:  # imported objects live outside the namespace: counted, not copied
+            plan.full_address_count += 1
+            if len(plan.full_address_examples) < MAX_REPORTED:
+                plan.full_address_examples.append(address)
+            continue
+        src_store, src_uri = locate(key.decode(), address)
+        dst_uri = join_namespace(destination_namespace, address)
+        plan.tasks.append(CopyTask(src_store, src_uri, destination, dst_uri, size, etag))
+    plan.destination_stats = listed_stats(destination, (t.dst_uri for t in plan.tasks))
+    return plan
