@@ -33,6 +33,7 @@ from .errors import (
     StorageError,
     TransientStorageError,
 )
+from .s3_direct import DirectS3Requests, S3ErrorResponse, as_client_error, uses_proxy
 from .streams import read_exact, strip_etag
 from .uri import parse_uri
 
@@ -298,6 +299,23 @@ class S3Blockstore(Blockstore):
         self._client: S3Client = session.client(
             "s3", endpoint_url=self.endpoint, config=config, verify=None if verify_tls else False
         )
+        put_headers = {"x-amz-server-side-encryption": server_side_encryption} if server_side_encryption else {}
+        if sse_kms_key_id:
+            put_headers["x-amz-server-side-encryption-aws-kms-key-id"] = sse_kms_key_id
+        #: Object GET, single-part PUT and HEAD without boto3's per-request overhead (see s3_direct); requests
+        #: that must go through a proxy stay on boto3, which honours the proxy settings.
+        self._direct: DirectS3Requests | None = None
+        if not uses_proxy(self._client.meta.endpoint_url):
+            self._direct = DirectS3Requests(
+                self._client,
+                session.get_credentials(),
+                max_pool_connections=max_pool_connections,
+                connect_timeout=connect_timeout,
+                read_timeout=read_timeout,
+                verify_tls=verify_tls,
+                max_attempts=max_attempts,
+                put_headers=put_headers,
+            )
 
     @property
     def client(self) -> S3Client:
@@ -347,7 +365,7 @@ class S3Blockstore(Blockstore):
     def stat(self, uri: str) -> ObjectStat | None:
         bucket, key = self._split(uri)
         try:
-            head = self._client.head_object(Bucket=bucket, Key=key)
+            head = self._head_object(bucket, key)
         except botocore.exceptions.ClientError as exc:
             if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 404:
                 self._check_bucket(bucket, uri)
@@ -363,10 +381,26 @@ class S3Blockstore(Blockstore):
             raise self._error(exc, "stat", uri) from exc
         return ObjectStat(size=int(head["ContentLength"]), etag=strip_etag(head.get("ETag")))
 
+    def _head_object(self, bucket: str, key: str) -> Any:
+        if self._direct is None:
+            return self._client.head_object(Bucket=bucket, Key=key)
+        try:
+            response = self._direct.head(bucket, key)
+        except S3ErrorResponse as exc:
+            raise as_client_error(exc, "HeadObject") from exc
+        if response is None:
+            raise as_client_error(S3ErrorResponse(404, "404", "Not Found"), "HeadObject")
+        return {"ContentLength": response.headers["Content-Length"], "ETag": response.headers.get("ETag")}
+
     def _get_body(self, uri: str) -> Any:
         bucket, key = self._split(uri)
         try:
-            return self._client.get_object(Bucket=bucket, Key=key)["Body"]
+            if self._direct is None:
+                return self._client.get_object(Bucket=bucket, Key=key)["Body"]
+            try:
+                return self._direct.get(bucket, key)
+            except S3ErrorResponse as exc:
+                raise as_client_error(exc, "GetObject") from exc
         except Exception as exc:
             raise self._error(exc, "read", uri) from exc
 
@@ -411,11 +445,19 @@ class S3Blockstore(Blockstore):
             )
 
     def _put(self, bucket: str, key: str, uri: str, data: bytes) -> ObjectStat:
+        etag: str | None
         try:
-            response = self._client.put_object(Bucket=bucket, Key=key, Body=data, **self._sse)  # type: ignore[arg-type]
+            if self._direct is None:
+                response = self._client.put_object(Bucket=bucket, Key=key, Body=data, **self._sse)  # type: ignore[arg-type]
+                etag = response.get("ETag")
+            else:
+                try:
+                    etag = self._direct.put(bucket, key, data).headers.get("ETag")
+                except S3ErrorResponse as exc:
+                    raise as_client_error(exc, "PutObject") from exc
         except Exception as exc:
             raise self._error(exc, "write", uri) from exc
-        return ObjectStat(size=len(data), etag=strip_etag(response.get("ETag")))
+        return ObjectStat(size=len(data), etag=strip_etag(etag))
 
     def _multipart_upload(
         self, bucket: str, key: str, uri: str, head: bytes, stream: ReadableStream, size: int | None
