@@ -8,8 +8,9 @@ possible), retries what failed a bounded number of times with backoff, and write
 when every object arrived. The driver collects one small ``RangeTransferSummary`` per range, never the
 list of objects.
 
-Small plans do not pay Spark's scheduling cost: ``ThresholdTransferer`` counts the objects of the new
-ranges from the metarange's records and sends only plans of at least ``threshold`` objects to Spark.
+Small plans do not pay Spark's scheduling cost: ``ThresholdTransferer`` counts the objects the new ranges
+will copy or check (``changed_object_counter``) and sends only plans of at least ``threshold`` objects to
+Spark.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 from .config import ReplicationConfig
 from .graveler.range_id import verify_range_file
-from .graveler.ranges import iter_range_refs
+from .graveler.ranges import iter_entry_locations, iter_range_refs
 from .graveler.sstable import SSTableError
 from .lakefs import Commit, LakeFSClient, LakeFSError
 from .mirrors import Mirror
@@ -42,12 +43,14 @@ __all__ = [
     "PATH_IN_PROCESS",
     "PATH_SPARK",
     "LazySparkSession",
+    "ObjectCounter",
     "RangeTransferSummary",
     "SparkRangeTransferer",
     "SparkTransferError",
     "SparkTransferService",
     "ThresholdTransferer",
     "TransferTarget",
+    "changed_object_counter",
     "choose_transferer",
     "local_transferer",
     "metarange_object_counter",
@@ -282,6 +285,10 @@ class SparkRangeTransferer:
 # ---------------------------------------------------------------------------------------------- choosing
 
 
+#: Objects a batch of ranges will copy or check, for the Spark-or-in-process choice.
+ObjectCounter = Callable[[RangeBatch, Commit], int]
+
+
 def metarange_object_counter(read_metarange: Callable[[str], bytes]) -> Callable[[Sequence[str], Commit], int]:
     """Objects in a batch of ranges, from the records of the commit's metarange (read once per metarange)."""
     cache: dict[str, dict[str, int]] = {}
@@ -298,6 +305,30 @@ def metarange_object_counter(read_metarange: Callable[[str], bytes]) -> Callable
     return count
 
 
+def changed_object_counter(
+    read_metarange: Callable[[str], bytes],
+    read_range: Callable[[str], bytes],
+    destination: Blockstore,
+    destination_namespace: str,
+) -> ObjectCounter:
+    """Objects a batch will copy or check: all of a new range's (from the metarange records), but for a range
+    that rewrites validated base ranges only its entries that differ from them. Those ranges are read and
+    compared here, as the transfer will: a 50,000-entry range rewritten to insert one key is one object,
+    which does not start Spark."""
+    records = metarange_object_counter(read_metarange)
+
+    def count(batch: RangeBatch, commit: Commit) -> int:
+        total = records([rid for rid, bases in batch.items() if not bases], commit)
+        for rid, bases in batch.items():
+            if bases:
+                present = present_entries(destination, destination_namespace, bases)
+                entries = iter_entry_locations(verify_range_file(read_range(rid), rid))
+                total += sum(1 for entry in entries if entry not in present and not entry[2])
+        return total
+
+    return count
+
+
 class ThresholdTransferer:
     """A ``RangeTransferer`` that sends a batch to Spark only when it holds at least ``threshold`` objects.
 
@@ -310,7 +341,7 @@ class ThresholdTransferer:
         *,
         spark: RangeTransferer,
         in_process: RangeTransferer,
-        count_objects: Callable[[Sequence[str], Commit], int],
+        count_objects: ObjectCounter,
         threshold: int,
     ) -> None:
         if threshold < 0:
@@ -323,12 +354,12 @@ class ThresholdTransferer:
         self.last_object_count: int = 0
         self.choices: collections.Counter[str] = collections.Counter()
 
-    def choose(self, range_ids: Sequence[str], commit: Commit) -> str:
-        self.last_object_count = self.count_objects(range_ids, commit)
+    def choose(self, batch: RangeBatch, commit: Commit) -> str:
+        self.last_object_count = self.count_objects(batch, commit)
         return PATH_SPARK if self.last_object_count >= self.threshold else PATH_IN_PROCESS
 
     def __call__(self, batch: RangeBatch, commit: Commit, stats: TransferStats) -> None:
-        path = self.choose(list(batch), commit)
+        path = self.choose(batch, commit)
         self.last_choice = path
         self.choices[path] += 1
         stats.note_path(path)
@@ -340,7 +371,7 @@ def choose_transferer(
     *,
     spark: RangeTransferer,
     in_process: RangeTransferer,
-    count_objects: Callable[[Sequence[str], Commit], int],
+    count_objects: ObjectCounter,
     threshold: int,
 ) -> ThresholdTransferer:
     """The transferer that picks Spark or in-process per call by object count (see ``ThresholdTransferer``)."""
@@ -429,7 +460,12 @@ def spark_transferer_for(
     return choose_transferer(
         spark=spark_path,
         in_process=in_process or local_transferer(secrets, target),
-        count_objects=metarange_object_counter(functools.partial(reader.read_metadata, "meta_range")),
+        count_objects=changed_object_counter(
+            functools.partial(reader.read_metadata, "meta_range"),
+            functools.partial(reader.read_metadata, "range"),
+            service.destination_store(mirror.storage_id),
+            mirror.storage_namespace,
+        ),
         threshold=threshold if threshold is not None else config.spark.transfer_threshold_objects,
     )
 

@@ -165,3 +165,14 @@ def test_small_commits_stay_in_process_and_big_ones_read_through_the_source_api_
     assert_ref_complete(service, name, src.get_branch_head(repo, "main"))
     dst = client_for("region-b")
     assert {k: dst.get_object(name, "main", k) for k in expected} == expected
+
+    # One key inserted among the 33: lakeFS rewrites their range, and only the one new entry counts
+    # towards the threshold, so the whole 34-entry range does not go to Spark.
+    src.upload_object(repo, "main", "t/part-010.csv.v2", b"between two keys")
+    src.commit(repo, "main", "one key in the middle")
+    [one] = service.sync(name=name)
+    assert one.ok, one.to_json()
+    main = _ref(one, "main")
+    assert main.stats.transfer_path == "in_process" and main.stats.objects_copied == 1
+    assert main.stats.objects_unchanged == 33
+    assert service.transferers[name].last_object_count == 1
