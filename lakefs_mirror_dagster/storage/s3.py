@@ -33,7 +33,7 @@ from .errors import (
     StorageError,
     TransientStorageError,
 )
-from .s3_direct import DirectS3Requests, S3ErrorResponse, as_client_error, uses_proxy
+from .s3_direct import DirectS3Requests, S3ErrorResponse, as_client_error, is_transient, uses_proxy
 from .streams import read_exact, strip_etag
 from .uri import parse_uri
 
@@ -71,19 +71,6 @@ _ACCESS_CODES = frozenset(
         "AccountProblem",
     }
 )
-_TRANSIENT_CODES = frozenset(
-    {
-        "SlowDown",
-        "Throttling",
-        "ThrottlingException",
-        "RequestTimeout",
-        "RequestLimitExceeded",
-        "InternalError",
-        "ServiceUnavailable",
-        "XMinioServerNotInitialized",
-        "OperationAborted",
-    }
-)
 _TRANSIENT_ERRORS = (
     urllib3.exceptions.HTTPError,
     ConnectionError,
@@ -119,7 +106,7 @@ def map_s3_error(exc: BaseException, operation: str, uri: str, where: str = "") 
             return ObjectNotFound(f"{operation} {uri}: no such object{at}", uri=uri)
         if code in _ACCESS_CODES or status == 403:
             return StorageAccessError(f"{operation} {uri}: access denied{at} ({detail})", uri=uri)
-        if code in _TRANSIENT_CODES or status == 429 or (isinstance(status, int) and status >= 500):
+        if is_transient(status, code):
             return TransientStorageError(f"{operation} {uri}: temporary failure{at} ({detail})", uri=uri)
         return StorageError(f"{operation} {uri}: {detail}{at} (HTTP {status})", uri=uri)
     if isinstance(exc, botocore.exceptions.NoCredentialsError | botocore.exceptions.PartialCredentialsError):

@@ -15,7 +15,6 @@ import base64
 import hashlib
 import random
 import re
-import threading
 import time
 import urllib.request
 from collections.abc import Callable, Mapping
@@ -31,11 +30,37 @@ from botocore.httpsession import get_cert_path
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-__all__ = ["DirectS3Requests", "ResponseBody", "S3ErrorResponse", "as_client_error", "uses_proxy"]
+__all__ = [
+    "TRANSIENT_CODES",
+    "DirectS3Requests",
+    "ResponseBody",
+    "S3ErrorResponse",
+    "as_client_error",
+    "is_transient",
+    "uses_proxy",
+]
 
 _CODE = re.compile(rb"<Code>([^<]{1,200})</Code>")
 _MESSAGE = re.compile(rb"<Message>([^<]{0,500})</Message>")
-_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+#: S3 error codes worth retrying, whatever the HTTP status.
+TRANSIENT_CODES = frozenset(
+    {
+        "SlowDown",
+        "Throttling",
+        "ThrottlingException",
+        "RequestTimeout",
+        "RequestLimitExceeded",
+        "InternalError",
+        "ServiceUnavailable",
+        "XMinioServerNotInitialized",
+        "OperationAborted",
+    }
+)
+
+
+def is_transient(status: object, code: str) -> bool:
+    """Whether an S3 error answer may succeed when retried: both request paths (and the error mapping) agree."""
+    return code in TRANSIENT_CODES or status == 429 or (isinstance(status, int) and status >= 500)
 
 
 class S3ErrorResponse(Exception):
@@ -49,7 +74,7 @@ class S3ErrorResponse(Exception):
 
     @property
     def transient(self) -> bool:
-        return self.status in _RETRY_STATUSES or self.code in ("SlowDown", "RequestTimeout", "InternalError")
+        return is_transient(self.status, self.code)
 
 
 def uses_proxy(endpoint_url: str) -> bool:
@@ -90,7 +115,6 @@ class DirectS3Requests:
         self._put_headers = dict(put_headers)
         self._sleep = sleep
         self._bases: dict[str, str] = {}
-        self._lock = threading.Lock()
 
     def _base(self, bucket: str) -> str:
         """The URL of ``bucket`` up to its keys, exactly as boto3 addresses it."""
@@ -101,8 +125,7 @@ class DirectS3Requests:
             )
             path_end = url.index("?") if "?" in url else len(url)
             base = url[: path_end - 1]  # drop the placeholder key "k"
-            with self._lock:
-                self._bases[bucket] = base
+            self._bases[bucket] = base  # two threads racing here store the same value
         return base
 
     def head(self, bucket: str, key: str) -> urllib3.BaseHTTPResponse | None:
@@ -174,7 +197,7 @@ class DirectS3Requests:
 
 def _error_of(response: urllib3.BaseHTTPResponse) -> S3ErrorResponse:
     try:
-        text = response.read(64 * 1024) if response.status != 304 else b""
+        text = response.read(64 * 1024)
     except (urllib3.exceptions.HTTPError, OSError):
         text = b""
     finally:
