@@ -88,6 +88,8 @@ def _sync(args: argparse.Namespace) -> int:
 def format_sync_result(result: Any) -> str:
     """One line per ref: action, commits, objects, bytes, lag (what an operator scans for)."""
     lines = [f"mirror {result.mirror} <- {result.source_repository} ({result.duration_seconds:.1f}s)"]
+    if result.error:
+        lines.append(f"  ! {result.error}")
     for ref in result.refs:
         s = ref.stats
         lag = f"{ref.lag_seconds:.1f}s" if ref.lag_seconds is not None else "-"
@@ -97,6 +99,11 @@ def format_sync_result(result: Any) -> str:
             f"objects {s.objects_copied:6} (+{s.objects_skipped + s.objects_unchanged} present) "
             f"bytes {s.bytes_copied:10} lag {lag}"
         )
+        if s.objects_checked_multipart or s.objects_checked_size:
+            lines.append(
+                f"    checked: {s.objects_checked_md5} by MD5, {s.objects_checked_multipart} by multipart ETag, "
+                f"{s.objects_checked_size} by size only"
+            )
         if ref.error:
             lines.append(f"    ! {ref.error}")
     return "\n".join(lines)

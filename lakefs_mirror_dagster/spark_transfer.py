@@ -95,6 +95,7 @@ class RangeTransferSummary:
     full_address_examples: list[str] = field(default_factory=list)
     failed_count: int = 0
     failed: list[str] = field(default_factory=list)
+    checks: dict[str, int] = field(default_factory=dict)
     range_written: bool = False
     error: str | None = None
 
@@ -106,6 +107,7 @@ class RangeTransferSummary:
         stats.objects_skipped += self.skipped
         stats.objects_unchanged += self.unchanged
         stats.bytes_copied += self.bytes_copied
+        stats.note_checks(self.checks)
         stats.full_address_objects += self.full_address_count
         stats.full_address_examples.extend(
             self.full_address_examples[: MAX_REPORTED - len(stats.full_address_examples)]
@@ -185,8 +187,10 @@ def transfer_range(
             summary.copied += result.copied
             summary.skipped += result.skipped
             summary.bytes_copied += result.bytes_copied
+            for check, count in result.checks.items():
+                summary.checks[check] = summary.checks.get(check, 0) + count
             failed_uris = {f.src_uri for f in result.failed}
-            failures = [f"{f.src_uri}: {f.reason}" for f in result.failed]
+            failures = [f.describe() for f in result.failed]
             pending = [t for t in pending if t.src_uri in failed_uris]
             if not pending:
                 break

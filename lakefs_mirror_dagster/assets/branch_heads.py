@@ -137,12 +137,8 @@ def _materialization(mirror: Mirror, ref: RefResult, started: float) -> dg.Mater
         META_SOURCE_COMMIT: ref.source_commit or "",
         META_MIRROR_COMMIT: ref.mirror_commit or "",
         META_PREVIOUS: ref.mirror_commit_before or "",
-        "commits": stats.commits,
+        **stats.figures(),
         "ranges": stats.ranges_transferred + stats.ranges_skipped,
-        "ranges_transferred": stats.ranges_transferred,
-        "objects": stats.objects_copied,
-        "objects_already_present": stats.objects_skipped + stats.objects_unchanged,
-        "bytes": stats.bytes_copied,
         "transfer_path": stats.transfer_path or "none",
         "duration_seconds": round(time.monotonic() - started, 3),
     }

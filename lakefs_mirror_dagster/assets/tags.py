@@ -154,10 +154,6 @@ def _metadata(mirror: str, outcome: _TagPass, after: Mapping[str, str], started:
                 "blocked": sorted(outcome.blocked)[:MAX_LISTED],
             }
         ),
-        "commits": stats.commits,
-        "ranges_transferred": stats.ranges_transferred,
-        "objects": stats.objects_copied,
-        "objects_already_present": stats.objects_skipped + stats.objects_unchanged,
-        "bytes": stats.bytes_copied,
+        **stats.figures(),
         "duration_seconds": round(time.monotonic() - started, 3),
     }

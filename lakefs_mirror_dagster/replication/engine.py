@@ -353,6 +353,7 @@ class MirrorEngine:
             errors.append(f"metarange {metarange_id} at the destination does not match the source")
         validations = self.validator(new_ranges) if new_ranges else []
         stats.ranges_validated += len(validations)
+        stats.objects_validated_by_size += sum(v.checked_by_size for v in validations)
         good = {v.range_id: v.fingerprint for v in validations if v.ok}
         if good:
             self.validated.mark_ranges_validated(self.validation_key, good)
@@ -393,10 +394,11 @@ class MirrorEngine:
         stats.objects_copied += summary.copied
         stats.objects_skipped += summary.skipped
         stats.bytes_copied += summary.bytes_copied
+        stats.note_checks(summary.checks)
         if summary.failed:
             stats.failed_object_count += len(summary.failed)
             stats.failed_objects.extend(
-                f"{f.src_uri}: {f.reason}" for f in summary.failed[: MAX_REPORTED - len(stats.failed_objects)]
+                failure.describe() for failure in summary.failed[: MAX_REPORTED - len(stats.failed_objects)]
             )
             return  # no range file without all of its objects
         failpoint("before_range_file")

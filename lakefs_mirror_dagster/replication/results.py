@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -26,6 +27,13 @@ class TransferStats:
     #: Identical to an entry of a validated range the new range replaces: neither copied nor looked at.
     objects_unchanged: int = 0
     bytes_copied: int = 0
+    #: How the content of each copied object was checked against lakeFS's checksum (``storage.Check``):
+    #: its MD5, its multipart ETag for the part size found, or its size alone.
+    objects_checked_md5: int = 0
+    objects_checked_multipart: int = 0
+    objects_checked_size: int = 0
+    #: Objects validated at the destination whose ETag could not be compared with the checksum: size only.
+    objects_validated_by_size: int = 0
     full_address_objects: int = 0
     full_address_examples: list[str] = field(default_factory=list)
     failed_objects: list[str] = field(default_factory=list)
@@ -36,6 +44,27 @@ class TransferStats:
     def note_path(self, path: str) -> None:
         """Record that a batch was transferred on ``path`` (``in_process`` or ``spark``)."""
         self.transfer_path = "+".join(sorted(set(filter(None, self.transfer_path.split("+"))) | {path}))
+
+    def figures(self) -> dict[str, int]:
+        """The counts an operator reads (Dagster metadata of both mirror assets): what moved, what was
+        already there, and how the copied objects' content was checked."""
+        return {
+            "commits": self.commits,
+            "ranges_transferred": self.ranges_transferred,
+            "objects": self.objects_copied,
+            "objects_already_present": self.objects_skipped + self.objects_unchanged,
+            "bytes": self.bytes_copied,
+            "objects_checked_md5": self.objects_checked_md5,
+            "objects_checked_multipart": self.objects_checked_multipart,
+            "objects_checked_size": self.objects_checked_size,
+            "objects_validated_by_size": self.objects_validated_by_size,
+        }
+
+    def note_checks(self, checks: Mapping[str, int]) -> None:
+        """Add a transfer's per-check counts (``TransferSummary.checks``)."""
+        self.objects_checked_md5 += checks.get("md5", 0)
+        self.objects_checked_multipart += checks.get("multipart_md5", 0)
+        self.objects_checked_size += checks.get("size", 0)
 
     def add(self, other: TransferStats) -> None:
         for name, value in vars(other).items():
@@ -77,16 +106,19 @@ class MirrorSyncResult:
     source_repository: str
     refs: list[RefResult] = field(default_factory=list)
     duration_seconds: float = 0.0
+    #: Why the mirror as a whole could not be synced in this pass (its refs are then not listed).
+    error: str | None = None
 
     @property
     def ok(self) -> bool:
-        return all(r.ok for r in self.refs)
+        return self.error is None and all(r.ok for r in self.refs)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "mirror": self.mirror,
             "source_repository": self.source_repository,
             "ok": self.ok,
+            "error": self.error,
             "duration_seconds": self.duration_seconds,
             "refs": [r.to_json() for r in self.refs],
         }

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from ..graveler.range_id import verify_range_file
 from ..graveler.ranges import iter_entry_locations, iter_range_refs
 from ..graveler.sstable import SSTableError
-from ..storage import Blockstore, ObjectNotFound, StorageError, listed_stats, md5_conflict
+from ..storage import Blockstore, Check, ObjectNotFound, StorageError, at_rest_check, listed_stats
 from ..storage.uri import join_namespace
 
 __all__ = ["Entry", "RangeValidation", "metadata_uri", "present_entries", "read_metarange", "validate_range"]
@@ -43,6 +43,9 @@ class RangeValidation:
     strict_full_addresses: bool = False
     #: ObjectStat.fingerprint of the range file that was read: the cache trusts the file while it is unchanged.
     fingerprint: str = ""
+    #: Objects found present whose ETag could not be compared with lakeFS's checksum (local stores have
+    #: none; a multipart checksum and a store's MD5 of the whole stand for different things): size only.
+    checked_by_size: int = 0
 
     @property
     def ok(self) -> bool:
@@ -86,8 +89,8 @@ def validate_range(
     base_ranges: Sequence[str] = (),
 ) -> RangeValidation:
     """Check the range file at the destination hashes to its ID and every object it names is there with
-    the size the entry records and, where the store reports an MD5 ETag and the entry records one (S3
-    single-part objects), the same MD5. Objects are looked up by listing their directories where many share
+    the size the entry records and, where the store's ETag can be compared with the entry's checksum
+    (``at_rest_check``), a matching one. Objects are looked up by listing their directories where many share
     one (``listed_stats``), else by HEAD. Objects of entries found unchanged in ``base_ranges`` (validated
     ranges the new one replaces) are counted without a second look. Never raises for a data problem: the
     result says what is wrong."""
@@ -120,10 +123,11 @@ def validate_range(
                 result.note_missing(f"{key.decode(errors='replace')} ({address}): missing")
             elif stat.size != size:
                 result.note_missing(f"{key.decode(errors='replace')} ({address}): {stat.size} bytes, expected {size}")
-            elif md5_conflict(etag, stat.etag):
+            elif (check := at_rest_check(etag, size, stat.etag)) is None:
                 result.note_missing(f"{key.decode(errors='replace')} ({address}): MD5 {stat.etag}, expected {etag}")
             else:
                 result.bytes += size
+                result.checked_by_size += check == Check.SIZE
     except ObjectNotFound:
         result.error = f"range file _lakefs/{range_id} is missing"
     except (SSTableError, StorageError) as exc:

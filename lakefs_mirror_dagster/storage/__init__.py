@@ -7,7 +7,7 @@ The replication engine reads and writes objects by full storage URIs through ``B
 from typing import TYPE_CHECKING, Any
 
 from .base import Blockstore, ObjectInfo, ObjectStat, ReadableStream
-from .checksums import content_md5, md5_conflict
+from .checksums import Check, at_rest_check
 from .errors import (
     BucketNotFound,
     ChecksumMismatchError,
@@ -36,6 +36,7 @@ __all__ = [
     "AzureBlockstore",
     "Blockstore",
     "BucketNotFound",
+    "Check",
     "ChecksumMismatchError",
     "CopyResult",
     "CopyTask",
@@ -59,12 +60,11 @@ __all__ = [
     "TransferSummary",
     "TransientStorageError",
     "UnsupportedStorageError",
+    "at_rest_check",
     "build_blockstore",
-    "content_md5",
     "copy_object",
     "join_namespace",
     "listed_stats",
-    "md5_conflict",
     "parse_size",
     "parse_uri",
     "relative_to_namespace",

@@ -93,6 +93,11 @@ class Blockstore(ABC):
         """Objects whose URI starts with ``uri_prefix`` (a string prefix, as in S3: end it with ``/``
         to list a "directory" only)."""
 
+    def part_size(self, uri: str) -> int | None:
+        """The size of the first part of an object stored in several parts, where the store can tell (S3
+        answers a HEAD of part 1); None otherwise. Only ever a hint for checking a multipart checksum."""
+        return None
+
     def same_endpoint_as(self, other: Blockstore) -> bool:
         """True if ``server_side_copy`` can copy from ``other``'s URIs into this store."""
         return False

@@ -54,10 +54,15 @@ class SizeMismatchError(StorageError):
 
 
 class ChecksumMismatchError(StorageError):
-    """Bytes that do not hash to the MD5 lakeFS recorded for the object: damaged in transit (worth another
-    try) or at rest."""
+    """Bytes that match no checksum lakeFS could have recorded for the object: damaged in transit (worth
+    another try) or at rest, or a multipart layout not tried yet. ``content_md5`` is the MD5 of the bytes
+    that were read, when they were read whole."""
 
     transient = True
+
+    def __init__(self, message: str, *, uri: str | None = None, content_md5: str | None = None) -> None:
+        super().__init__(message, uri=uri)
+        self.content_md5 = content_md5
 
 
 class InvalidStorageURI(StorageError, ValueError):

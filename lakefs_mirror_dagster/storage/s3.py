@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import math
 import os
 import threading
@@ -23,6 +24,7 @@ import botocore.session
 import urllib3.exceptions
 
 from .base import Blockstore, ObjectInfo, ObjectStat, ReadableStream
+from .checksums import S3_MIN_PART_SIZE
 from .errors import (
     BucketNotFound,
     InvalidStorageURI,
@@ -40,6 +42,8 @@ from .uri import parse_uri
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
+log = logging.getLogger(__name__)
+
 __all__ = [
     "DEFAULT_MULTIPART_CHUNK_SIZE",
     "DEFAULT_MULTIPART_THRESHOLD",
@@ -50,7 +54,7 @@ __all__ = [
 
 MiB = 1024 * 1024
 #: S3's smallest allowed part (all parts but the last).
-MIN_PART_SIZE = 5 * MiB
+MIN_PART_SIZE = S3_MIN_PART_SIZE
 #: S3's largest number of parts in one multipart upload.
 MAX_PARTS = 10_000
 DEFAULT_MULTIPART_THRESHOLD = 16 * MiB
@@ -367,6 +371,15 @@ class S3Blockstore(Blockstore):
         except Exception as exc:
             raise self._error(exc, "stat", uri) from exc
         return ObjectStat(size=int(head["ContentLength"]), etag=strip_etag(head.get("ETag")))
+
+    def part_size(self, uri: str) -> int | None:
+        bucket, key = self._split(uri)
+        try:
+            head = self._client.head_object(Bucket=bucket, Key=key, PartNumber=1)
+        except Exception as exc:  # a hint only: the caller falls back to the common part sizes
+            log.debug("HEAD of part 1 of %s failed: %s", uri, exc)
+            return None
+        return int(head["ContentLength"]) if int(head.get("PartsCount") or 1) > 1 else None
 
     def _head_object(self, bucket: str, key: str) -> Any:
         if self._direct is None:

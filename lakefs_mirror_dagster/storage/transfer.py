@@ -11,8 +11,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .base import Blockstore, ObjectStat, ReadableStream
-from .checksums import VerifyingReader, content_md5, md5_conflict
+from .base import Blockstore, ObjectStat
+from .checksums import Check, ExpectedContent, RecordedChecksum, VerifyingReader, at_rest_check
 from .errors import ChecksumMismatchError, ObjectNotFound, StorageAccessError, StorageError
 
 __all__ = ["CopyResult", "CopyTask", "TransferFailure", "TransferPool", "TransferSummary", "copy_object"]
@@ -21,15 +21,21 @@ log = logging.getLogger(__name__)
 
 CopyMethod = Literal["server_side", "stream", "skipped"]
 
+#: Part sizes a pool remembers from multipart checksums it matched: tried first on the objects after.
+_REMEMBERED_PART_SIZES = 4
+
 
 @dataclass(frozen=True)
 class CopyResult:
-    """How one object was copied (or why not) and how many bytes it has."""
+    """How one object was copied (or why not), how many bytes it has, and how its content was checked
+    against lakeFS's checksum (None for skipped objects)."""
 
     src_uri: str
     dst_uri: str
     size: int
     method: CopyMethod
+    check: Check | None = None
+    part_size: int | None = None
 
 
 def copy_object(
@@ -41,22 +47,34 @@ def copy_object(
     size: int | None = None,
     etag: str | None = None,
     allow_server_side: bool = True,
+    part_sizes: tuple[int, ...] = (),
+    discover: bool = False,
+    previous_md5: str | None = None,
 ) -> CopyResult:
     """Copy one object; server-side when the destination can reach the source, else streamed.
 
     A refused server-side copy (the destination's credentials cannot read the source) falls back to
     streaming through this process; memory stays bounded by the stores' chunk sizes. ``size`` (when the
     caller knows it, e.g. from a lakeFS entry) is checked against what the source delivers. ``etag`` is the
-    entry's ETag: when it is an MD5, streamed bytes that hash otherwise are never stored, and a destination
-    that reports a different MD5 for what it stored has the object deleted again (ChecksumMismatchError).
+    entry's checksum: streamed bytes that match no checksum lakeFS can have recorded for them are never
+    stored (``checksums``), and a destination that reports the MD5 of what it stored must report the MD5 of
+    what was sent (ChecksumMismatchError). ``part_sizes``, ``discover`` and ``previous_md5`` say how hard to
+    look for a multipart layout (``ExpectedContent``); with ``discover`` the source store is asked for its own.
     """
     if allow_server_side and dst_store.same_endpoint_as(src_store):
         try:
             stat = dst_store.server_side_copy(src_uri, dst_uri)
             if size is not None and stat.size != size:
                 raise StorageError(f"copy {src_uri}: source has {stat.size} bytes, expected {size}", uri=src_uri)
-            _check_stored(dst_store, dst_uri, stat, etag)
-            return CopyResult(src_uri, dst_uri, stat.size, "server_side")
+            check = at_rest_check(etag, stat.size, stat.etag)
+            if check is None:
+                dst_store.delete(dst_uri)
+                raise ChecksumMismatchError(
+                    f"copy {dst_uri}: the destination stored bytes with MD5 {stat.etag}, lakeFS recorded {etag}; "
+                    "deleted",
+                    uri=dst_uri,
+                )
+            return CopyResult(src_uri, dst_uri, stat.size, "server_side", check)
         except StorageAccessError as exc:
             log.info("server-side copy of %s refused (%s); streaming instead", src_uri, exc)
     if size is None:
@@ -64,20 +82,30 @@ def copy_object(
         if src_stat is None:
             raise ObjectNotFound(f"copy {src_uri}: no such object in {src_store.describe()}", uri=src_uri)
         size = src_stat.size
-    md5 = content_md5(etag)
+    if discover and (own := src_store.part_size(src_uri)) is not None:
+        part_sizes = (own, *part_sizes)
+    expected = ExpectedContent(etag, size, part_sizes, discover, previous_md5)
     with src_store.open_read(src_uri) as stream:
-        source: ReadableStream = stream if md5 is None else VerifyingReader(stream, size=size, md5=md5, uri=src_uri)
-        stat = dst_store.write_stream(dst_uri, source, size)
-    _check_stored(dst_store, dst_uri, stat, etag)
-    return CopyResult(src_uri, dst_uri, stat.size, "stream")
+        reader = VerifyingReader(stream, expected, uri=src_uri)
+        stat = dst_store.write_stream(dst_uri, reader, size)
+    try:
+        reader.complete()  # a store may write an empty object without reading
+    except ChecksumMismatchError:
+        dst_store.delete(dst_uri)
+        raise
+    _check_stored(dst_store, dst_uri, stat, reader.md5)
+    return CopyResult(src_uri, dst_uri, stat.size, "stream", reader.check, reader.part_size)
 
 
-def _check_stored(dst_store: Blockstore, dst_uri: str, stat: ObjectStat, etag: str | None) -> None:
-    """The destination's own MD5 of what it stored (S3 single-part writes report one) must be the entry's."""
-    if md5_conflict(etag, stat.etag):
+def _check_stored(dst_store: Blockstore, dst_uri: str, stat: ObjectStat, sent_md5: str | None) -> None:
+    """The destination's own MD5 of what it stored (S3 single-part writes report one) must be the MD5 of
+    the bytes sent: whatever lakeFS recorded, this catches damage between this process and the store."""
+    found = RecordedChecksum.parse(stat.etag)
+    if sent_md5 is not None and found.may_be_content_md5 and found.hex != sent_md5:
         dst_store.delete(dst_uri)
         raise ChecksumMismatchError(
-            f"write {dst_uri}: the destination stored bytes with MD5 {stat.etag}, lakeFS recorded {etag}; deleted",
+            f"write {dst_uri}: the destination stored bytes with MD5 {found.hex}, the bytes sent have MD5 "
+            f"{sent_md5}; deleted",
             uri=dst_uri,
         )
 
@@ -85,7 +113,7 @@ def _check_stored(dst_store: Blockstore, dst_uri: str, stat: ObjectStat, etag: s
 @dataclass(frozen=True)
 class CopyTask:
     """One object to copy; ``size`` is the expected size when known (saves a HEAD on the source), ``etag``
-    the lakeFS entry's ETag (checked when it is an MD5)."""
+    the lakeFS entry's checksum (the content is checked against it as exactly as it allows)."""
 
     src_store: Blockstore
     src_uri: str
@@ -105,6 +133,10 @@ class TransferFailure:
     error_type: str
     attempts: int
 
+    def describe(self) -> str:
+        """The object's place at the destination (its lakeFS address in the namespace) and why it failed."""
+        return f"{self.dst_uri}: {self.reason} ({self.attempts} attempt{'s' if self.attempts != 1 else ''})"
+
 
 @dataclass
 class TransferSummary:
@@ -117,6 +149,8 @@ class TransferSummary:
     server_side: int = 0
     retries: int = 0
     failed: list[TransferFailure] = field(default_factory=list)
+    #: How many copied objects passed each ``Check`` (``md5``, ``multipart_md5``, ``size``).
+    checks: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -173,25 +207,43 @@ class TransferPool:
         self.allow_server_side = allow_server_side
         self._on_result = on_result
         self._sleep = sleep
+        self._lock = threading.Lock()
+        #: Part sizes of multipart checksums matched so far, newest first: one writer's objects share one.
+        self._part_sizes: tuple[int, ...] = ()
 
     def _backoff(self, attempt: int) -> float:
         return min(self.backoff_max, self.backoff_initial * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
 
     def _copy_one(self, task: CopyTask, known: Mapping[str, ObjectStat | None]) -> tuple[CopyResult, int]:
-        """Returns the result and the number of retries it took; raises the last error."""
-        attempt = 0
+        """Returns the result and the number of retries it took; raises the last error. A checksum that the
+        first read could not explain is read again looking for its multipart layout (``discover``)."""
+        attempt, previous_md5 = 0, None
         while True:
             attempt += 1
             try:
-                return self._attempt(task, known), attempt - 1
+                result = self._attempt(task, known, discover=previous_md5 is not None, previous_md5=previous_md5)
             except Exception as exc:
                 if not isinstance(exc, StorageError) or not exc.transient or attempt >= self.max_attempts:
                     raise _Failed(exc, attempt) from exc
+                if isinstance(exc, ChecksumMismatchError) and exc.content_md5 is not None:
+                    previous_md5 = exc.content_md5
+                    if attempt == 1:  # most likely a multipart layout not tried yet: no need to wait
+                        log.info("copy %s: %s; reading again to find its part size", task.src_uri, exc)
+                        continue
                 delay = self._backoff(attempt)
                 log.warning("copy %s failed (%s); retry %d in %.1fs", task.src_uri, exc, attempt, delay)
                 self._sleep(delay)
+                continue
+            if result.part_size is not None:
+                with self._lock:
+                    self._part_sizes = tuple(dict.fromkeys((result.part_size, *self._part_sizes)))[
+                        :_REMEMBERED_PART_SIZES
+                    ]
+            return result, attempt - 1
 
-    def _attempt(self, task: CopyTask, known: Mapping[str, ObjectStat | None]) -> CopyResult:
+    def _attempt(
+        self, task: CopyTask, known: Mapping[str, ObjectStat | None], *, discover: bool, previous_md5: str | None
+    ) -> CopyResult:
         size = task.size
         if self.skip_existing:
             if size is None:
@@ -203,7 +255,7 @@ class TransferPool:
                     )
                 size = src.size
             dst = known[task.dst_uri] if task.dst_uri in known else task.dst_store.stat(task.dst_uri)
-            if dst is not None and dst.size == size and not md5_conflict(task.etag, dst.etag):
+            if dst is not None and dst.size == size and at_rest_check(task.etag, size, dst.etag) is not None:
                 return CopyResult(task.src_uri, task.dst_uri, size, "skipped")
         return copy_object(
             task.src_store,
@@ -213,6 +265,9 @@ class TransferPool:
             size=size,
             etag=task.etag,
             allow_server_side=self.allow_server_side,
+            part_sizes=self._part_sizes,
+            discover=discover,
+            previous_md5=previous_md5,
         )
 
     def run(
@@ -252,6 +307,8 @@ class TransferPool:
                         summary.copied += 1
                         summary.bytes_copied += result.size
                         summary.server_side += result.method == "server_side"
+                        check = str(result.check or Check.SIZE)
+                        summary.checks[check] = summary.checks.get(check, 0) + 1
                 if self._on_result is not None:
                     self._on_result(result)
             finally:
