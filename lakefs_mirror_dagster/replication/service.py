@@ -13,7 +13,7 @@ from typing import Any
 
 from ..config import ReplicationConfig, Secret, StoreConfig
 from ..lakefs import LakeFSClient, LakeFSNotFound
-from ..mirrors import Mirror, MirrorState, MirrorStore, NamespaceInUse
+from ..mirrors import Mirror, MirrorsDatabaseError, MirrorState, MirrorStore, NamespaceInUse
 from ..storage import Blockstore, build_blockstore
 from .engine import EngineSettings, MirrorEngine, RangeTransferer, RangeValidator, ReplicationError
 from .results import MirrorSyncResult
@@ -229,14 +229,28 @@ class ReplicationService:
         for mirror in mine:
             if name is not None and mirror.name != name:
                 continue
-            if mirror.state == MirrorState.DELETING:
-                self.retire(mirror)
+            if mirror.state not in (
+                MirrorState.DELETING,
+                MirrorState.PENDING,
+                MirrorState.CREATING,
+                MirrorState.ACTIVE,
+            ):
                 continue
-            if mirror.state not in (MirrorState.PENDING, MirrorState.CREATING, MirrorState.ACTIVE):
-                continue
-            mirror = self.activate(mirror)
-            result = self.engine_for(mirror).sync(branches=branches)
-            self.record(mirror, result)
+            try:  # one mirror that cannot be synced (source gone, region down, ...) never stops the others
+                if mirror.state == MirrorState.DELETING:
+                    self.retire(mirror)
+                    continue
+                mirror = self.activate(mirror)
+                result = self.engine_for(mirror).sync(branches=branches)
+            except MirrorsDatabaseError:
+                raise  # the pass cannot go on without the database: the caller reports it once
+            except Exception as exc:
+                log.exception("mirror %s could not be synced", mirror.name)
+                result = MirrorSyncResult(
+                    mirror=mirror.name, source_repository=mirror.source_repository, error=f"{type(exc).__name__}: {exc}"
+                )
+            else:
+                self.record(mirror, result)
             results.append(result)
         return results
 

@@ -1,0 +1,106 @@
+"""One bad object, branch or mirror never stops the others: a source object rotted at rest blocks only the
+branch that holds it (reported with the object's address), while every other branch, tag and mirror of the
+same pass converges; a mirror that cannot be synced at all (its name taken by someone's own repository)
+is reported and skipped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+from lakefs_mirror_dagster.config import load_config
+from lakefs_mirror_dagster.devenv import Environment
+from lakefs_mirror_dagster.replication import ReplicationService
+
+from .conftest import assert_mirror_equals_source, content
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def private_service(config_path: Callable[[str], Path], tmp_path: Path) -> Callable[[str], ReplicationService]:
+    """Services whose mirrors database holds only this test's mirrors, so a whole pass is this test's."""
+    services: dict[str, ReplicationService] = {}
+
+    def get(region: str) -> ReplicationService:
+        if region not in services:
+            raw = yaml.safe_load(config_path(region).read_text())
+            raw["mirrors_database"] = {"type": "sqlite", "sqlite": {"path": str(tmp_path / "mirrors.db")}}
+            path = tmp_path / f"replication-{region}.yaml"
+            path.write_text(yaml.safe_dump(raw))
+            path.chmod(0o600)
+            services[region] = ReplicationService(load_config(path, env={}))
+        return services[region]
+
+    yield get  # type: ignore[misc]
+    for service in services.values():
+        service.close()
+
+
+def test_a_rotten_object_blocks_only_its_branch(
+    lakefs_env: Environment, private_service: Callable[[str], ReplicationService], unique_name
+) -> None:
+    src_svc, dst_svc = private_service("region-a"), private_service("region-b")
+    src = src_svc.client("region-a")
+    region_a, region_b = lakefs_env.region("region-a"), lakefs_env.region("region-b")
+
+    repo, other_repo, taken_repo = unique_name("rot"), unique_name("fine"), unique_name("taken")
+    for name in (repo, other_repo, taken_repo):
+        src.create_repository(name, region_a.namespace_for(name))
+        src.upload_object(name, "main", "data/a.bin", content(f"{name}/a", 300))
+        src.commit(name, "main", "first")
+    src.create_tag(repo, "v1", "main")
+    src.create_branch(repo, "bad", "main")
+    src.upload_object(repo, "bad", "data/rot.bin", content("rot", 2000))
+    bad_head = src.commit(repo, "bad", "an object that will rot at the source").id
+
+    # Rot it at rest in the source's store: same size, one byte flipped; lakeFS still records the old MD5.
+    physical = urlsplit(src.stat_object(repo, "bad", "data/rot.bin").physical_address)
+    s3 = lakefs_env.minio["minio-a"].s3_client()
+    key = physical.path.lstrip("/")
+    rotten = bytearray(s3.get_object(Bucket=physical.netloc, Key=key)["Body"].read())
+    rotten[1000] ^= 0xFF
+    s3.put_object(Bucket=physical.netloc, Key=key, Body=bytes(rotten))
+
+    mirrors = {
+        name: src_svc.create_mirror(
+            source_repository=name,
+            name=unique_name("m"),
+            region="region-b",
+            storage_namespace=region_b.namespace_for(unique_name("ns")),
+        )
+        for name in (repo, other_repo, taken_repo)
+    }
+    dst = dst_svc.client("region-b")
+    taken = mirrors[taken_repo].name  # someone creates a writable repository under the mirror's name
+    dst.create_repository(taken, region_b.namespace_for(unique_name("own")))
+
+    results = {r.source_repository: r for r in dst_svc.sync()}
+    assert set(results) == {repo, other_repo, taken_repo}, "one mirror's failure ended the pass"
+    assert "is not this mirror" in (results[taken_repo].error or ""), results[taken_repo].to_json()
+    assert not dst.get_repository(taken).read_only, "the user's repository was touched"
+    assert results[other_repo].ok, results[other_repo].to_json()
+
+    refs = {(r.kind, r.name): r for r in results[repo].refs}
+    blocked = refs[("branch", "bad")]
+    assert blocked.action == "blocked", blocked.to_json()
+    address = src.stat_object(repo, "bad", "data/rot.bin").physical_address.rsplit("/data/", 1)[1]
+    assert f"data/{address}" in (blocked.error or "") and "MD5" in (blocked.error or ""), blocked.error
+    assert refs[("branch", "main")].ok and refs[("tag", "v1")].ok, results[repo].to_json()
+
+    mirror = mirrors[repo].name
+    assert "bad" not in {b.id for b in dst.list_branches(mirror)}, "promoted onto a rotten object"
+    assert dst.get_branch_head(mirror, "main") == src.get_branch_head(repo, "main")
+    assert {t.id: t.commit_id for t in dst.list_tags(mirror)} == {"v1": src.get_branch_head(repo, "main")}
+    assert_mirror_equals_source(src, other_repo, dst, mirrors[other_repo].name)
+
+    # Once the source serves the bytes lakeFS recorded again, the next pass promotes the branch.
+    s3.put_object(Bucket=physical.netloc, Key=key, Body=content("rot", 2000))
+    [again] = dst_svc.sync(name=mirror)
+    assert again.ok, again.to_json()
+    assert dst.get_branch_head(mirror, "bad") == bad_head
+    assert_mirror_equals_source(src, repo, dst, mirror)
