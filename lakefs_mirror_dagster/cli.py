@@ -89,7 +89,7 @@ def format_sync_result(result: Any) -> str:
     """One line per ref: action, commits, objects, bytes, lag (what an operator scans for)."""
     lines = [f"mirror {result.mirror} <- {result.source_repository} ({result.duration_seconds:.1f}s)"]
     if result.error:
-        lines.append(f"  ! {result.error}")
+        lines.append(f"  ! not synced: {result.error}")
     for ref in result.refs:
         s = ref.stats
         lag = f"{ref.lag_seconds:.1f}s" if ref.lag_seconds is not None else "-"

@@ -245,10 +245,10 @@ class ReplicationService:
             except MirrorsDatabaseError:
                 raise  # the pass cannot go on without the database: the caller reports it once
             except Exception as exc:
-                log.exception("mirror %s could not be synced", mirror.name)
-                result = MirrorSyncResult(
-                    mirror=mirror.name, source_repository=mirror.source_repository, error=f"{type(exc).__name__}: {exc}"
-                )
+                error = f"{type(exc).__name__}: {exc}"
+                log.error("mirror %s not synced in this pass: %s", mirror.name, error)
+                log.debug("mirror %s not synced", mirror.name, exc_info=True)
+                result = MirrorSyncResult(mirror=mirror.name, source_repository=mirror.source_repository, error=error)
             else:
                 self.record(mirror, result)
             results.append(result)

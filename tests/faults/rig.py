@@ -90,13 +90,15 @@ class SyncOutcome:
 
     @property
     def clean(self) -> bool:
-        """Finished, or failed the way an operator can read: blocked refs (1) or a one-line error (2)."""
+        """Finished, or failed the way an operator can read: blocked refs or a mirror not synced in the pass
+        (1), or a one-line error (2)."""
         if self.hung:
             return False
         if self.returncode == 0:
             return True
         if self.returncode == 1:
-            return " blocked " in self.output and "Traceback (most recent call last)" not in self.tail()
+            readable = " blocked " in self.output or "! not synced: " in self.output
+            return readable and "Traceback (most recent call last)" not in self.tail()
         return self.returncode == 2 and "lakefs-mirror: " in self.output
 
     def tail(self, lines: int = 8) -> str:
