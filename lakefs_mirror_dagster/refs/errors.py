@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..replication.engine import ReplicationError
+from ..replication.errors import ReplicationError
 
 __all__ = ["ManifestError", "RefsError"]
 

@@ -22,6 +22,7 @@ from ..graveler.records import RangeRef
 from ..lakefs import Commit, LakeFSClient, LakeFSNotFound
 from ..storage import Blockstore, ObjectStat, TransferPool
 from .copy_plan import plan_range_copies
+from .errors import ReplicationError
 from .failpoints import failpoint
 from .planner import CommitPlanner
 from .results import MirrorSyncResult, RefResult, TransferStats
@@ -47,10 +48,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-class ReplicationError(RuntimeError):
-    """A mirror cannot be synced as configured (the message says what to fix)."""
 
 
 class ValidatedCache(Protocol):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..lakefs import Commit, LakeFSClient, LakeFSNotFound
+from .errors import ReplicationError
 
 __all__ = ["CommitPlanner"]
 
@@ -41,6 +42,12 @@ class CommitPlanner:
         commit = self._commits.get(commit_id)
         if commit is None:
             commit = self._source.get_commit(self._source_repo, commit_id)
+            if commit.id != commit_id:  # lakeFS 1.84's cherry-pick can rewrite a cached commit in place
+                raise ReplicationError(
+                    f"the source lakeFS answered commit {commit.id} when asked for {commit_id} of {self._source_repo}; "
+                    "its commit cache is inconsistent (a known lakeFS 1.84 effect of cherry-picking a commit with "
+                    "metadata): restart the source lakeFS"
+                )
             self._commits[commit_id] = commit
         return commit
 
