@@ -92,8 +92,11 @@ def postgres_url(postgres_server: Any) -> str:
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A local-mode SparkSession from the pyspark wheel, bound to loopback."""
+    """A local-mode SparkSession from the pyspark wheel, bound to loopback, with the cached hadoop-aws jars
+    on its classpath (a JVM's classpath cannot grow later, and tests/clients reads and writes ``s3a://``)."""
     from pyspark.sql import SparkSession
+
+    from lakefs_mirror_dagster.devenv.hadoop_jars import ensure_hadoop_aws_jars
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
@@ -105,6 +108,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         .config("spark.ui.enabled", "false")
         .config("spark.sql.warehouse.dir", str(warehouse))
         .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.jars", ",".join(str(jar) for jar in ensure_hadoop_aws_jars()))
         .getOrCreate()
     )
     try:
