@@ -1,6 +1,6 @@
 """Mirror history and status, read back from Dagster's event log and the mirrors database.
 
-Every ``branch_heads`` materialization is one move of one mirror branch (created, updated, deleted),
+Every ``branch_heads`` materialization is one move of one mirror branch (created, advanced, reset, deleted),
 so the event log is the history of every mirror branch. Queries are bounded: ``fetch_materializations``
 with a limit, newest first, never a scan of the whole log.
 """
@@ -23,7 +23,8 @@ MAX_LIMIT = 10_000
 
 @dataclass(frozen=True)
 class Promotion:
-    """One recorded move of a mirror branch (``action``: created, updated, unchanged or deleted)."""
+    """One recorded move of a mirror branch (``action`` as the engine names it: created, advanced, reset,
+    unchanged or deleted)."""
 
     mirror: str
     branch: str

@@ -15,7 +15,7 @@ import dagster as dg
 from ..checks import ranges_validated_result, ranges_validated_spec
 from ..lakefs import LakeFSClient, LakeFSNotFound
 from ..mirrors import Mirror
-from ..replication import MirrorSyncResult, RefResult, ReplicationService
+from ..replication import MirrorRefMoved, MirrorSyncResult, RefResult, ReplicationService
 from ..resources import ReplicationResource, SparkValidatorResource
 
 __all__ = [
@@ -116,12 +116,12 @@ def _mirror_branch(
             description=f"{mirror.name}/{branch} not promoted to {source_head}: {prepared.error}",
             metadata={"source_commit_id": source_head, "mirror_commit_id": mirror_head or ""},
         )
-    _check_unmoved(service.client(mirror.destination_region), mirror.name, branch, mirror_head)
-    engine.promote(prepared, mirror_head)
-    action = "created" if mirror_head is None else "updated"
+    try:
+        action = engine.promote(prepared, mirror_head)
+    except MirrorRefMoved as exc:  # the commit sensor's run key has the mirror head: it requests a fresh run
+        raise dg.Failure(str(exc)) from exc
     ref = RefResult("branch", branch, source_head, mirror_head, source_head, action, prepared.stats)
-    ref.source_commit_time = engine.planner.source_commit(source_head).creation_date
-    ref.lag_seconds = max(0.0, time.time() - ref.source_commit_time)
+    engine.note_lag(ref)
     _record(service, mirror, ref)
     yield _materialization(mirror, ref, started)
 
@@ -158,16 +158,3 @@ def _head(client: LakeFSClient, repo: str, branch: str) -> str | None:
         return client.get_branch_head(repo, branch)
     except LakeFSNotFound:
         return None
-
-
-def _check_unmoved(client: LakeFSClient, repo: str, branch: str, expected: str | None) -> None:
-    """Refuse to promote over a move made by a concurrent run since this one read the head.
-
-    The sensor's run key includes the mirror head, so the next tick requests a fresh run for the new state.
-    """
-    now = _head(client, repo, branch)
-    if now != expected:
-        raise dg.Failure(
-            f"mirror branch {repo}/{branch} moved from {expected} to {now} while this run validated; "
-            "not promoting over it (the commit sensor requests a new run for the new state)"
-        )

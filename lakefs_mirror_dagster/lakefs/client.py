@@ -175,6 +175,10 @@ class LakeFSClient:
         for item in self._paginate(f"list tags of {repo}", self.tags.list_tags, page_size, repo):
             yield Ref(item.id, item.commit_id)
 
+    def get_tag(self, repo: str, tag: str) -> str:
+        """The commit ID a tag points at."""
+        return str(self.call(f"get tag {repo}/{tag}", self.tags.get_tag, repo, tag).commit_id)
+
     def create_tag(self, repo: str, tag: str, ref: str, *, force: bool = False) -> None:
         import lakefs_sdk
 

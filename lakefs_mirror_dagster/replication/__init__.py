@@ -3,6 +3,7 @@
 from .engine import (
     EngineSettings,
     MirrorEngine,
+    MirrorRefMoved,
     RangeTransferer,
     RangeValidator,
     ReplicationError,
@@ -10,15 +11,17 @@ from .engine import (
     in_process_validator,
 )
 from .results import MirrorSyncResult, RefResult, TransferStats
-from .service import ReplicationService
+from .service import RETIRING, ReplicationService
 from .source import ApiObjectReader, RepositorySource
 from .storages import StorageDescription, check_mirror_stores, describe_storages
 from .validation import RangeValidation, metadata_uri, read_metarange, validate_range
 
 __all__ = [
+    "RETIRING",
     "ApiObjectReader",
     "EngineSettings",
     "MirrorEngine",
+    "MirrorRefMoved",
     "MirrorSyncResult",
     "RangeTransferer",
     "RangeValidation",

@@ -39,6 +39,7 @@ from .validation import (
 __all__ = [
     "EngineSettings",
     "MirrorEngine",
+    "MirrorRefMoved",
     "RangeBatch",
     "RangeTransferer",
     "RangeValidator",
@@ -48,6 +49,10 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+
+class MirrorRefMoved(ReplicationError):
+    """The mirror ref moved between reading it and promoting: a concurrent sync or run got there first."""
 
 
 class ValidatedCache(Protocol):
@@ -214,16 +219,9 @@ class MirrorEngine:
                 if prepared.error is not None:
                     result.action, result.error = "blocked", prepared.error
                 else:
-                    self.promote(prepared, mirror_commit)
+                    result.action = self.promote(prepared, mirror_commit)
                     result.mirror_commit = source_commit
-                    result.action = "created" if mirror_commit is None else "advanced"
-                    if mirror_commit is not None and not self._is_ancestor_in(prepared, mirror_commit):
-                        result.action = "reset"
-            if source_commit is not None and result.mirror_commit == source_commit:
-                commit = self.planner.source_commit(source_commit)
-                result.source_commit_time = commit.creation_date
-                if result.action != "unchanged":
-                    result.lag_seconds = max(0.0, time.time() - commit.creation_date)
+            self.note_lag(result)
         except Exception as exc:
             log.exception("syncing %s %s of %s failed", kind, name, self.mirror_repo)
             result.action, result.error = "blocked", f"{type(exc).__name__}: {exc}"
@@ -251,10 +249,27 @@ class MirrorEngine:
             prepared.error = "validation failed, not promoted: " + "; ".join(errors[:MAX_REPORTED])
         return prepared
 
-    def promote(self, prepared: PreparedRef, mirror_commit: str | None) -> None:
-        """Create the commit records parents first, then point the ref at the target."""
+    def note_lag(self, result: RefResult) -> None:
+        """Set the source commit's time and, for a ref that just moved there, the lag since that commit."""
+        if result.source_commit is None or result.mirror_commit != result.source_commit:
+            return
+        commit = self.planner.source_commit(result.source_commit)
+        result.source_commit_time = commit.creation_date
+        if result.action != "unchanged":
+            result.lag_seconds = max(0.0, time.time() - commit.creation_date)
+
+    def promote(self, prepared: PreparedRef, mirror_commit: str | None) -> str:
+        """Create the commit records parents first, then point the ref at the target; returns the action
+        (``created``, ``advanced`` or ``reset``). Refuses (MirrorRefMoved) when the mirror ref no longer
+        points where it did when the caller read it: another run or process moved it meanwhile."""
         if prepared.error is not None:
             raise ReplicationError(f"refusing to promote {prepared.kind} {prepared.name}: {prepared.error}")
+        now = self._mirror_ref(prepared.kind, prepared.name)
+        if now != mirror_commit:
+            raise MirrorRefMoved(
+                f"mirror {prepared.kind} {self.mirror_repo}/{prepared.name} moved from {mirror_commit} to {now} "
+                "while this sync validated; not promoting over it (the next pass syncs the new state)"
+            )
         for commit in prepared.commits:
             self.destination.create_commit_record(self.mirror_repo, commit, force=True)
             failpoint("after_commit_record")
@@ -269,8 +284,19 @@ class MirrorEngine:
             if mirror_commit is not None:
                 self.destination.delete_tag(self.mirror_repo, prepared.name, force=True)
             self.destination.create_tag(self.mirror_repo, prepared.name, prepared.target, force=True)
+        if mirror_commit is None:
+            return "created"
+        return "advanced" if self._is_ancestor_in(prepared, mirror_commit) else "reset"
 
     # ------------------------------------------------------------------ internals
+    def _mirror_ref(self, kind: str, name: str) -> str | None:
+        if kind == "branch":
+            return _head_or_none(self.destination, self.mirror_repo, name)
+        try:
+            return self.destination.get_tag(self.mirror_repo, name)
+        except LakeFSNotFound:
+            return None
+
     def _intact(self, file_ids: Sequence[str], intact: set[str], stats: TransferStats) -> set[str]:
         """The files among ``file_ids`` validated earlier whose copies at the destination still have the
         fingerprint they had then. Validations of files changed or gone since are forgotten, so those files

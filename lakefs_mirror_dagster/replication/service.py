@@ -20,7 +20,10 @@ from .results import MirrorSyncResult
 from .source import RepositorySource
 from .storages import check_mirror_stores
 
-__all__ = ["ReplicationService", "store_settings"]
+__all__ = ["RETIRING", "ReplicationService", "store_settings"]
+
+#: States of a mirror whose repository and record are to be removed (``ReplicationService.retire``).
+RETIRING = (MirrorState.DELETING, MirrorState.DELETED)
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +212,8 @@ class ReplicationService:
         return self.mirrors.set_state(mirror.id, MirrorState.ACTIVE, "", None)
 
     def retire(self, mirror: Mirror) -> None:
-        """Finish deleting a mirror: remove its read-only repository (force) in this region, then its record."""
+        """Finish deleting a mirror: remove its repository (force) in this region, then its record. A
+        repository of that name that is writable or on another namespace is someone else's: refused, kept."""
         client = self.client(mirror.destination_region)
         try:
             repo = client.get_repository(mirror.name)
@@ -229,15 +233,10 @@ class ReplicationService:
         for mirror in mine:
             if name is not None and mirror.name != name:
                 continue
-            if mirror.state not in (
-                MirrorState.DELETING,
-                MirrorState.PENDING,
-                MirrorState.CREATING,
-                MirrorState.ACTIVE,
-            ):
+            if mirror.state not in (*RETIRING, MirrorState.PENDING, MirrorState.CREATING, MirrorState.ACTIVE):
                 continue
             try:  # one mirror that cannot be synced (source gone, region down, ...) never stops the others
-                if mirror.state == MirrorState.DELETING:
+                if mirror.state in RETIRING:
                     self.retire(mirror)
                     continue
                 mirror = self.activate(mirror)

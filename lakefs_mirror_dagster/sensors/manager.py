@@ -1,13 +1,13 @@
 """The mirrors-manager sensor: reconciles mirror definitions with this region and with Dagster itself.
 
 Each tick: pending (or failed) mirrors get their read-only repository and become active; mirrors being
-deleted lose their repository (forced) and then their record, and their branch partitions go too. When
+deleted lose their repository (only a read-only one on the mirror's namespace: ``ReplicationService.retire``)
+and then their record, and their branch partitions go too. When
 the set of active mirrors differs from the one the loaded definitions were built for, the sensor asks
 Dagster to reload the code location (``reload.py``), which is how a mirror created through the API or
 the CLI gets its asset and commit sensor without restarting any Dagster process.
 """
 
-import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 import dagster as dg
 
 from ..assets import branch_partitions_name
-from ..lakefs import LakeFSNotFound
 from ..mirrors import MirrorState
-from ..replication import ReplicationService
+from ..replication import RETIRING, ReplicationService
 from ..resources import ReplicationResource
 from .reload import request_reload
 
@@ -61,10 +60,8 @@ def reconcile_mirrors(service: ReplicationService) -> ManagerReport:
                 report.active.add(mirror.name)
             elif mirror.state == MirrorState.ACTIVE:
                 report.active.add(mirror.name)
-            elif mirror.state in (MirrorState.DELETING, MirrorState.DELETED):
-                with contextlib.suppress(LakeFSNotFound):
-                    service.client(mirror.destination_region).delete_repository(mirror.name, force=True)
-                service.mirrors.delete_mirror(mirror.id)
+            elif mirror.state in RETIRING:
+                service.retire(mirror)  # refuses a repository that is not this mirror's
                 report.deleted.append(mirror.name)
         except Exception as exc:
             report.errors[mirror.name] = f"{type(exc).__name__}: {exc}"

@@ -7,6 +7,8 @@ applies them; runs execute in-process with the code location's own resources.
 
 from __future__ import annotations
 
+import datetime as dt
+
 import dagster as dg
 import pytest
 
@@ -82,6 +84,7 @@ def test_sensor_ticks_request_runs_that_mirror_every_branch(mirror_case: MirrorC
     assert again.run_requests == []
 
     # A new commit on main and a deleted source branch: one update, one deletion at the mirror.
+    before_second = dt.datetime.now(dt.UTC)
     new_main = case.commit("main", {"tables/t/part-9.parquet": 90}, "second")
     case.src.delete_branch(case.repo, "feature")
     tick = _tick(defs, commit_sensor_name(name), instance, again.cursor)
@@ -96,10 +99,15 @@ def test_sensor_ticks_request_runs_that_mirror_every_branch(mirror_case: MirrorC
 
     # The event log is the history of the mirror branches, newest first.
     history = mirror_history(instance, name, "main")
-    assert [(p.action, p.mirror_commit_id) for p in history] == [("updated", new_main), ("created", main_head)]
+    assert [(p.action, p.mirror_commit_id) for p in history] == [("advanced", new_main), ("created", main_head)]
     assert history[0].previous_mirror_commit_id == main_head
     assert history[0].lag_seconds is not None and history[0].lag_seconds >= 0
     assert history[0].commit_time is not None
+    # What the REST API and `status` serve (the mirrors database) moved with the Dagster promotion too.
+    record = case.service.mirrors.get_branch(case.mirror.id, "main")
+    assert record is not None and record.mirrored_commit_id == new_main
+    assert record.promoted_at is not None and record.promoted_at >= before_second, "stale promotion time"
+    assert record.lag_seconds == pytest.approx(history[0].lag_seconds, abs=1.0)
     assert [p.action for p in mirror_history(instance, name, "feature")] == ["deleted", "created"]
     assert [p.branch for p in mirror_history(instance, name, limit=1)] in (["main"], ["feature"])
 
