@@ -144,10 +144,10 @@ def _compare_commit(
         got, want = {f: getattr(d, f) for f in fields}, {f: getattr(s, f) for f in fields}
         got["metadata"], want["metadata"] = dict(d.metadata or {}), dict(s.metadata or {})
         assert got == want, f"{where} {path!r}: REST stat differs: source {want}, mirror {got}"
-        if s.physical_address.startswith(src_ns + "/"):
+        relative = _relative_address(src_ns, s.physical_address)
+        if relative is not None:
             # Copied: the same relative address under the mirror's namespace (the local blockstore shows
             # its namespaces below its root directory, so only the tail is compared).
-            relative = s.physical_address[len(src_ns) + 1 :]
             tail = f"{dst_ns.split('://', 1)[1]}/{relative}"
             assert d.physical_address.endswith(tail), (
                 f"{where} {path!r}: copied object at {d.physical_address}, expected it at .../{tail}"
@@ -189,6 +189,18 @@ def _compare_commit(
         assert size == src_entries[path].size_bytes, f"{where} {path!r}: read {size} B, stat says otherwise"
         report.objects_read += 1
         report.bytes_read += size
+
+
+def _relative_address(namespace: str, physical: str) -> str | None:
+    """The address of an object relative to ``namespace``, or None for a full address outside it. A lakeFS
+    on the local blockstore shows ``local://ns`` objects as ``local:///<root>/ns/...``."""
+    if physical.startswith(namespace + "/"):
+        return physical[len(namespace) + 1 :]
+    scheme, path = namespace.split("://", 1)
+    marker = f"/{path.strip('/')}/"
+    if scheme == "local" and physical.startswith("local:///") and marker in physical:
+        return physical.split(marker, 1)[1]
+    return None
 
 
 def gateway_keys(s3: Any, bucket: str, ref: str) -> dict[str, tuple[str, int, Any]]:

@@ -10,7 +10,11 @@ region-c (another MinIO), converged by the ``sync`` engine or by Dagster runs.
 from __future__ import annotations
 
 import hashlib
+import json
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -193,4 +197,36 @@ def test_multipart_upload_mirrors_through_dagster_runs(
 
     outcome = converge(name, "region-b", via="dagster")
     assert set(outcome.runs) == {"main", ""}
+    assert_mirror_matches(src, repo, dst, name)
+
+
+def test_the_reported_case_through_the_cli_from_a_local_blockstore(
+    clients_for: Callable[[str], RegionClients],
+    new_repo: Callable[..., str],
+    new_mirror: Callable[..., str],
+    config_path: Callable[[str], Path],
+) -> None:
+    """As the user reported it: `lakefs-mirror sync --once` (a real process) on a repository whose 12 MiB
+    object boto3 uploaded in 5 MiB parts, here on a source lakeFS with the local blockstore (which computes
+    the multipart ETag itself), mirrored onto MinIO; the JSON says how every object was checked."""
+    src, dst = clients_for("region-b"), clients_for("region-a")
+    repo = new_repo("region-b")
+    _write_multipart(src, repo, 12 * MiB, 5 * MiB, "cli")
+    put(src.s3, repo, "main", "small/one-part.csv", b"a,b\n1,2\n", content_type="text/csv")
+    src.rest.commit(repo, "main", "one object in parts, one in one piece")
+    name = new_mirror(repo, "region-a", source_region="region-b")
+
+    cli = Path(sys.executable).with_name("lakefs-mirror")
+    run = subprocess.run(
+        [str(cli), "--config", str(config_path("region-a")), "sync", "--once", "--mirror", name, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    [result] = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    [main] = [r for r in result["refs"] if (r["kind"], r["name"]) == ("branch", "main")]
+    checks = {k: v for k, v in main["stats"].items() if k.startswith("objects_checked_")}
+    assert checks == {"objects_checked_md5": 1, "objects_checked_multipart": 1, "objects_checked_size": 0}, checks
     assert_mirror_matches(src, repo, dst, name)
