@@ -12,6 +12,7 @@ from .errors import (
     MirrorNotFound,
     MirrorsDatabaseError,
     NamespaceInUse,
+    NamespaceOverlap,
 )
 from .models import (
     ALLOWED_TRANSITIONS,
@@ -40,6 +41,7 @@ __all__ = [
     "MirrorStore",
     "MirrorsDatabaseError",
     "NamespaceInUse",
+    "NamespaceOverlap",
     "new_mirror_id",
     "validation_namespace",
 ]

@@ -10,6 +10,7 @@ __all__ = [
     "MirrorNotFound",
     "MirrorsDatabaseError",
     "NamespaceInUse",
+    "NamespaceOverlap",
 ]
 
 
@@ -43,6 +44,11 @@ class NamespaceInUse(MirrorsDatabaseError):
     def __init__(self, message: str, *, existing_id: str | None = None) -> None:
         super().__init__(message)
         self.existing_id = existing_id
+
+
+class NamespaceOverlap(InvalidMirrorSpec):
+    """The storage namespace contains, or lies inside, another repository's or mirror's namespace in the
+    region: anything that lists the outer one (cleanup, garbage collection) would reach the inner one."""
 
 
 class ConcurrentUpdate(MirrorsDatabaseError):

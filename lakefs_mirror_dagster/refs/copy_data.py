@@ -27,6 +27,7 @@ from ..storage import (
     join_namespace,
     relative_to_namespace,
 )
+from ..storage.uri import same_namespace
 from .errors import RefsError
 from .manifest import RepositoryManifest
 
@@ -114,7 +115,7 @@ def copy_namespace(
     Refuses a target that already holds objects (it would mix two repositories' files) and a source that
     holds none (a wrong namespace or store). On any failed object, removes everything it wrote and raises.
     """
-    if source_namespace.rstrip("/") == destination_namespace.rstrip("/") and source is destination:
+    if same_namespace(source_namespace, destination_namespace) and source is destination:
         raise RefsError(f"copy: source and target namespace are the same ({source_namespace})")
     existing = next(iter(destination.list_prefix(_prefix(destination_namespace))), None)
     if existing is not None:

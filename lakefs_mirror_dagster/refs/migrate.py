@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..config import ReplicationConfig
 from ..lakefs import LakeFSClient, LakeFSError, Repository
 from ..storage import StorageError, TransferSummary
+from ..storage.uri import same_namespace
 from .copy_data import CopyOutcome, copy_repository_data, remove_objects
 from .errors import RefsError
 from .manifest import RepositoryManifest
@@ -55,7 +56,7 @@ def migrate_repository(
     if copy_data and (config is None or not target_namespace):
         raise RefsError("--copy-data needs a target namespace (--to-namespace) and the replication config's stores")
     target = manifest.with_namespace(target_namespace) if target_namespace else manifest
-    same_place = target.storage_namespace.rstrip("/") == manifest.storage_namespace.rstrip("/")
+    same_place = same_namespace(target.storage_namespace, manifest.storage_namespace)
     if replace_source and same_place and not copy_data and storage_id == manifest.storage_id:
         raise RefsError(f"repository {manifest.name}: restoring it onto itself would change nothing")
     replacing = manifest.name if replace_source else None

@@ -23,6 +23,7 @@ from pathlib import Path
 from ..lakefs import LakeFSClient, LakeFSError, LakeFSNotFound
 from ..mirrors import Mirror, MirrorNotFound, MirrorState
 from ..replication import ReplicationService
+from ..storage.uri import same_namespace
 from .dump import dump_refs
 from .errors import ManifestError, RefsError
 from .manifest import RepositoryManifest, parse_manifest, write_manifest
@@ -91,7 +92,7 @@ def promote_mirror(
         repo = client.get_repository(name)
     except LakeFSNotFound:
         repo = None
-    if repo is not None and repo.storage_namespace.rstrip("/") != mirror.storage_namespace.rstrip("/"):
+    if repo is not None and not same_namespace(repo.storage_namespace, mirror.storage_namespace):
         raise RefsError(
             f"repository {name} in region {region} is on {repo.storage_namespace}, not on the mirror's namespace "
             f"{mirror.storage_namespace}: it is not this mirror's repository; nothing changed"

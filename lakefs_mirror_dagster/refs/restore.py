@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 
 from ..lakefs import LakeFSClient, LakeFSError, LakeFSNotFound, Repository
+from ..mirrors import NamespaceInUse, NamespaceOverlap
+from ..replication.namespaces import check_namespace_free
 from .errors import RefsError
 from .manifest import RepositoryManifest
 from .tasks import DEFAULT_POLLING, TaskPolling, delete_repository_and_wait, wait_for_task
@@ -66,13 +68,12 @@ def check_restorable(
         raise RefsError(
             f"repository {manifest.name}: storage id {storage_id!r} is unknown to {where} (it knows {shown}){hint}"
         )
-    wanted = manifest.storage_namespace.rstrip("/")
-    for repo in client.list_repositories():
-        if repo.id != replacing and repo.storage_namespace.rstrip("/") == wanted:
-            raise RefsError(
-                f"repository {manifest.name}: storage namespace {manifest.storage_namespace} is already used by "
-                f"repository {repo.id} in {where}; two repositories must never share a namespace"
-            )
+    try:
+        check_namespace_free(
+            manifest.storage_namespace, where=where, repositories=client.list_repositories(), ignore=replacing
+        )
+    except (NamespaceInUse, NamespaceOverlap) as exc:
+        raise RefsError(f"repository {manifest.name}: {exc}; two repositories must never share a namespace") from exc
 
 
 def restore_refs(

@@ -21,6 +21,7 @@ from ..graveler.ranges import iter_range_refs
 from ..graveler.records import RangeRef
 from ..lakefs import Commit, LakeFSClient, LakeFSNotFound
 from ..storage import Blockstore, ObjectStat, TransferPool
+from ..storage.uri import same_namespace
 from .copy_plan import plan_range_copies
 from .errors import ReplicationError
 from .failpoints import failpoint
@@ -167,7 +168,7 @@ class MirrorEngine:
                 storage_id=self.dst_storage_id,
             )
             return
-        if not existing.read_only or existing.storage_namespace.rstrip("/") != self.dst_ns.rstrip("/"):
+        if not existing.read_only or not same_namespace(existing.storage_namespace, self.dst_ns):
             raise ReplicationError(
                 f"repository {self.mirror_repo} already exists at {self.destination.endpoint} "
                 f"(namespace {existing.storage_namespace}, read_only={existing.read_only}) and is not this mirror"

@@ -13,9 +13,11 @@ from typing import Any
 
 from ..config import ReplicationConfig, Secret, StoreConfig
 from ..lakefs import LakeFSClient, LakeFSNotFound
-from ..mirrors import Mirror, MirrorsDatabaseError, MirrorState, MirrorStore, NamespaceInUse
+from ..mirrors import Mirror, MirrorsDatabaseError, MirrorState, MirrorStore
 from ..storage import Blockstore, build_blockstore
+from ..storage.uri import same_namespace
 from .engine import EngineSettings, MirrorEngine, RangeTransferer, RangeValidator, ReplicationError
+from .namespaces import check_namespace_free
 from .results import MirrorSyncResult
 from .source import RepositorySource
 from .storages import check_mirror_stores
@@ -157,7 +159,8 @@ class ReplicationService:
         """Record a new mirror after checking everything it needs; on any error nothing is written.
 
         Checks: the destination region is known and reachable, the source repository exists, the mirror
-        name is free there, the destination store exists, and no repository already uses the namespace.
+        name is free there, the destination store exists, and no repository or mirror there uses the
+        namespace, contains it or lies inside it (``check_namespace_free``).
         """
         source_region = source_region or self.config.region
         if region == source_region:
@@ -172,12 +175,12 @@ class ReplicationService:
             pass
         if region == self.config.region:
             self.config.store_by_id(storage_id)
-        wanted = storage_namespace.rstrip("/")
-        for repo in destination.list_repositories(page_size=self.config.list_repositories_page_size):
-            if repo.storage_namespace.rstrip("/") == wanted:
-                raise NamespaceInUse(
-                    f"storage namespace {storage_namespace} is already used by repository {repo.id} in region {region}"
-                )
+        check_namespace_free(
+            storage_namespace,
+            where=f"region {region}",
+            repositories=destination.list_repositories(page_size=self.config.list_repositories_page_size),
+            mirrors=(m for m in self.mirrors.iter_mirrors(destination_region=region) if m.storage_id == storage_id),
+        )
         return self.mirrors.create_mirror(
             organization_id=self.config.organization_id,
             source_region=source_region,
@@ -220,7 +223,7 @@ class ReplicationService:
         except LakeFSNotFound:
             repo = None
         if repo is not None:
-            if not repo.read_only or repo.storage_namespace.rstrip("/") != mirror.storage_namespace.rstrip("/"):
+            if not repo.read_only or not same_namespace(repo.storage_namespace, mirror.storage_namespace):
                 raise ReplicationError(f"repository {mirror.name} is not this mirror's; not deleting it")
             client.delete_repository(mirror.name, force=True)
         self.mirrors.delete_mirror(mirror.id)

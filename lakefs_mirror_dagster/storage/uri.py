@@ -12,7 +12,14 @@ from dataclasses import dataclass
 
 from .errors import InvalidStorageURI
 
-__all__ = ["StorageURI", "join_namespace", "parse_uri", "relative_to_namespace"]
+__all__ = [
+    "StorageURI",
+    "join_namespace",
+    "namespaces_overlap",
+    "parse_uri",
+    "relative_to_namespace",
+    "same_namespace",
+]
 
 _SCHEME_RE = re.compile(r"^[a-z][a-z0-9+.-]*$")
 
@@ -97,3 +104,15 @@ def relative_to_namespace(namespace: str, uri: str) -> str | None:
     if not uri.startswith(base) or len(uri) == len(base):
         return None
     return uri[len(base) :]
+
+
+def same_namespace(a: str, b: str) -> bool:
+    """Whether two storage namespaces name the same place (a trailing ``/`` does not count)."""
+    return a.rstrip("/") == b.rstrip("/")
+
+
+def namespaces_overlap(a: str, b: str) -> bool:
+    """Whether one namespace is the other or lies inside it: a listing of the outer one (garbage collection,
+    a cleanup, a scrub) would then reach the inner one's objects."""
+    outer, inner = sorted((a.rstrip("/") + "/", b.rstrip("/") + "/"), key=len)
+    return inner.startswith(outer)

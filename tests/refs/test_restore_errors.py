@@ -67,6 +67,21 @@ def test_taken_name_namespace_and_unknown_storage_id_are_refused(
     twin.write_text(json.dumps(doc))
     with pytest.raises(RefsError, match=f"already used by repository {repo}"):
         run_cli(config_path("region-b"), "refs", "restore", str(twin))
+    # Inside another repository's namespace: refused too (a listing of the outer would reach its objects).
+    inner = tmp_path / "inner_manifest.json"
+    inner.write_text(
+        json.dumps(
+            {
+                **doc,
+                "repository": {
+                    **doc["repository"],
+                    "storage_namespace": (doc["repository"]["storage_namespace"].rstrip("/") + "/inner"),
+                },
+            }
+        )
+    )
+    with pytest.raises(RefsError, match=f"lies inside .* of repository {repo}"):
+        run_cli(config_path("region-b"), "refs", "restore", str(inner))
 
     # Open-source lakeFS knows only storage id "".
     with pytest.raises(RefsError, match=r"storage id 'minio-a' is unknown.*--ignore-storage-id"):

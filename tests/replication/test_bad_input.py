@@ -7,8 +7,9 @@ import pytest
 from lakefs_mirror_dagster.config import ConfigError, load_config, parse_config
 from lakefs_mirror_dagster.devenv.processes import free_port
 from lakefs_mirror_dagster.lakefs import LakeFSNotFound, LakeFSUnavailable
-from lakefs_mirror_dagster.mirrors import NamespaceInUse
+from lakefs_mirror_dagster.mirrors import NamespaceInUse, NamespaceOverlap
 from lakefs_mirror_dagster.replication import ReplicationError, ReplicationService
+from lakefs_mirror_dagster.storage.uri import namespaces_overlap
 
 
 def _no_record(service: ReplicationService, name: str) -> bool:
@@ -38,6 +39,35 @@ def test_namespace_already_used_by_another_repository(lakefs_env, service_for, c
     with pytest.raises(NamespaceInUse, match=other):
         svc.create_mirror(source_repository=repo, name=name, region="region-b", storage_namespace=taken)
     assert _no_record(svc, name)
+
+
+@pytest.mark.parametrize("relation", ["inside", "around"])
+def test_nested_namespaces_are_refused_naming_the_other(
+    lakefs_env, service_for, client_for, unique_name, relation: str
+) -> None:
+    """A mirror inside another mirror's (or repository's) namespace, or around it, is refused: whatever lists
+    the outer namespace would reach the inner one's objects."""
+    svc = service_for("region-a")
+    src = svc.client("region-a")
+    repo, first, second = unique_name("repo"), unique_name("mirror"), unique_name("mirror")
+    src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
+    outer = lakefs_env.region("region-b").namespace_for(unique_name("shared-ns"))
+    existing, new = (outer, f"{outer}/inner") if relation == "inside" else (f"{outer}/inner", outer)
+    svc.create_mirror(source_repository=repo, name=first, region="region-b", storage_namespace=existing)
+    with pytest.raises(NamespaceOverlap, match=f"{'lies inside' if relation == 'inside' else 'contains'}.*{first}"):
+        svc.create_mirror(source_repository=repo, name=second, region="region-b", storage_namespace=new)
+    assert _no_record(svc, second)
+    # A repository of the region counts as much as a mirror record does.
+    own = unique_name("own")
+    client_for("region-b").create_repository(own, lakefs_env.region("region-b").namespace_for(own))
+    nested = lakefs_env.region("region-b").namespace_for(own) + "/below"
+    with pytest.raises(NamespaceOverlap, match=own):
+        svc.create_mirror(source_repository=repo, name=second, region="region-b", storage_namespace=nested)
+
+
+def test_namespaces_overlap_only_at_path_boundaries() -> None:
+    assert namespaces_overlap("s3://b/ns", "s3://b/ns/inner") and namespaces_overlap("s3://b/ns/", "s3://b/ns")
+    assert not namespaces_overlap("s3://b/ns", "s3://b/ns-2") and not namespaces_overlap("s3://b/a", "s3://c/a")
 
 
 def test_mirror_name_taken_and_unknown_region(lakefs_env, service_for, unique_name) -> None:

@@ -146,6 +146,8 @@ def test_every_bad_request_is_refused_and_writes_nothing(api, lakefs_env, client
     assert status == 409 and existing in message
     status, message = create({**ok, "storage_namespace": b.namespace_for(taken_repo)})
     assert status == 409 and taken_repo in message
+    status, message = create({**ok, "storage_namespace": b.namespace_for(existing) + "/inner"})
+    assert status == 400 and "lies inside" in message and existing in message
     assert _names(api.service) == before
 
     assert curl(f"{_mirrors_url(api, repo)}/no-such-mirror", "-u", api.user, "-s").status == 404

@@ -1,0 +1,42 @@
+"""One rule for where a new repository may keep its data: nowhere another one of the region already does.
+
+A namespace equal to another repository's or mirror's is in use; one that contains another, or lies inside
+one, is refused too, since whatever lists the outer namespace (a cleanup, garbage collection, a scrub) would
+reach the inner one's objects. Mirror creation and ``refs restore`` both ask here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..lakefs import Repository
+from ..mirrors import Mirror, NamespaceInUse, NamespaceOverlap
+from ..storage.uri import namespaces_overlap, same_namespace
+
+__all__ = ["check_namespace_free"]
+
+
+def check_namespace_free(
+    namespace: str,
+    *,
+    where: str,
+    repositories: Iterable[Repository],
+    mirrors: Iterable[Mirror] = (),
+    ignore: str | None = None,
+) -> None:
+    """Raise NamespaceInUse (the same namespace) or NamespaceOverlap (nested), naming the other repository
+    or mirror and ``where`` it is; ``ignore`` is a repository whose namespace does not count (the one being
+    replaced)."""
+    taken = [("repository", r.id, r.storage_namespace) for r in repositories]
+    taken += [("mirror", m.name, m.storage_namespace) for m in mirrors]
+    for kind, name, other in taken:
+        if name == ignore:
+            continue
+        if same_namespace(namespace, other):
+            raise NamespaceInUse(f"storage namespace {namespace} is already used by {kind} {name} in {where}")
+        if namespaces_overlap(namespace, other):
+            relation = "lies inside" if len(namespace.rstrip("/")) > len(other.rstrip("/")) else "contains"
+            raise NamespaceOverlap(
+                f"storage namespace {namespace} {relation} {other}, the namespace of {kind} {name} in {where}; "
+                "namespaces must not nest (a listing of the outer one would reach the inner one's objects)"
+            )
