@@ -12,9 +12,7 @@ from base64 import b64encode
 from collections.abc import Callable
 from dataclasses import replace
 
-import boto3
 import pytest
-from botocore.config import Config
 
 from lakefs_mirror_dagster.devenv import LakeFSRegion
 from lakefs_mirror_dagster.graveler.ident import commit_id
@@ -30,14 +28,7 @@ RANGE_MAGIC = bytes.fromhex("f7cff485b741e288")
 
 def _gateway(region: LakeFSRegion) -> object:
     """boto3 against lakeFS's own S3 gateway: bucket = repository, key = ref/path."""
-    return boto3.client(
-        "s3",
-        endpoint_url=region.endpoint,
-        aws_access_key_id=region.access_key_id,
-        aws_secret_access_key=region.secret_access_key,
-        region_name="us-east-1",
-        config=Config(s3={"addressing_style": "path"}),
-    )
+    return region.s3_gateway_client()
 
 
 @pytest.mark.parametrize("region_name", ["region-a", "region-b"], ids=["minio", "local"])

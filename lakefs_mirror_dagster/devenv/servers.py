@@ -19,7 +19,7 @@ import yaml
 from .build import ensure_lakefs_binary, ensure_minio_binary
 from .processes import free_port, start_process, stop_pid, wait_http_ok
 
-__all__ = ["LakeFSRegion", "MinioInstance", "start_lakefs", "start_lakefs_on", "start_minio"]
+__all__ = ["LakeFSRegion", "MinioInstance", "path_style_s3_client", "start_lakefs", "start_lakefs_on", "start_minio"]
 
 _LAKEFS_START_TIMEOUT_S = 120.0
 _MINIO_START_TIMEOUT_S = 60.0
@@ -40,19 +40,9 @@ class MinioInstance:
     log_path: str
     startup_seconds: float = 0.0
 
-    def s3_client(self) -> Any:
+    def s3_client(self, *, read_timeout: float = 60) -> Any:
         """A boto3 S3 client for this server (path-style, as MinIO wants)."""
-        import boto3
-        from botocore.config import Config
-
-        return boto3.client(
-            "s3",
-            endpoint_url=self.endpoint,
-            aws_access_key_id=self.access_key,
-            aws_secret_access_key=self.secret_key,
-            region_name="us-east-1",
-            config=Config(s3={"addressing_style": "path"}, retries={"mode": "standard", "max_attempts": 5}),
-        )
+        return path_style_s3_client(self.endpoint, self.access_key, self.secret_key, read_timeout=read_timeout)
 
     def make_bucket(self, name: str) -> str:
         """Create ``name`` unless it exists; returns it."""
@@ -61,6 +51,27 @@ class MinioInstance:
         if name not in existing:
             client.create_bucket(Bucket=name)
         return name
+
+
+def path_style_s3_client(
+    endpoint: str, access_key: str, secret_key: str, *, max_attempts: int = 5, read_timeout: float = 60
+) -> Any:
+    """A boto3 S3 client with path-style addressing (MinIO and lakeFS's gateway on a loopback port)."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id=access_key,
+        aws_secret_access_key=secret_key,
+        region_name="us-east-1",
+        config=Config(
+            s3={"addressing_style": "path"},
+            retries={"mode": "standard", "max_attempts": max_attempts},
+            read_timeout=read_timeout,
+        ),
+    )
 
 
 @dataclass
@@ -89,6 +100,10 @@ class LakeFSRegion:
     @property
     def api_url(self) -> str:
         return f"{self.endpoint}/api/v1"
+
+    def s3_gateway_client(self) -> Any:
+        """boto3 on this lakeFS's S3 gateway, as a user configures it: bucket = repository, key = ref/path."""
+        return path_style_s3_client(self.endpoint, self.access_key_id, self.secret_access_key, max_attempts=3)
 
     def namespace_for(self, repository: str) -> str:
         """A fresh storage namespace for ``repository`` in this region's storage."""

@@ -18,9 +18,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import boto3
 import pytest
-from botocore.config import Config
 
 from lakefs_mirror_dagster.devenv import Environment, LakeFSRegion
 from lakefs_mirror_dagster.devenv.hadoop_jars import ensure_hadoop_aws_jars
@@ -126,14 +124,7 @@ def _s3a_loadable(session: Any) -> bool:
 
 def gateway(region: LakeFSRegion) -> Any:
     """boto3 on ``region``'s S3 gateway, as a user would configure it."""
-    return boto3.client(
-        "s3",
-        endpoint_url=region.endpoint,
-        aws_access_key_id=region.access_key_id,
-        aws_secret_access_key=region.secret_access_key,
-        region_name="us-east-1",
-        config=Config(s3={"addressing_style": "path"}, retries={"mode": "standard", "max_attempts": 3}),
-    )
+    return region.s3_gateway_client()
 
 
 def listed(s3: Any, bucket: str, prefix: str) -> dict[str, tuple[str, int]]:

@@ -18,8 +18,6 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import boto3
-import botocore.config
 import lakefs_sdk
 from boto3.s3.transfer import TransferConfig
 
@@ -37,29 +35,12 @@ def blob(name: str, size: int) -> bytes:
 
 def gateway_client(region: LakeFSRegion) -> Any:
     """boto3 against ``region``'s lakeFS S3 gateway, as a user configures it (path-style addressing)."""
-    return boto3.client(
-        "s3",
-        endpoint_url=region.endpoint,
-        aws_access_key_id=region.access_key_id,
-        aws_secret_access_key=region.secret_access_key,
-        region_name="us-east-1",
-        config=botocore.config.Config(
-            s3={"addressing_style": "path"},
-            retries={"mode": "standard", "max_attempts": 3},
-        ),
-    )
+    return region.s3_gateway_client()
 
 
 def minio_client(minio: MinioInstance) -> Any:
     """boto3 straight against a MinIO server (for data lakeFS imports from outside its namespace)."""
-    return boto3.client(
-        "s3",
-        endpoint_url=minio.endpoint,
-        aws_access_key_id=minio.access_key,
-        aws_secret_access_key=minio.secret_key,
-        region_name="us-east-1",
-        config=botocore.config.Config(s3={"addressing_style": "path"}),
-    )
+    return minio.s3_client()
 
 
 def put(

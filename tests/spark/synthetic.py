@@ -21,9 +21,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import boto3
 import crc32c
-from botocore.config import Config
 
 from lakefs_mirror_dagster.devenv import MinioInstance
 from lakefs_mirror_dagster.graveler.ident import commit_id, entry_identity
@@ -114,14 +112,7 @@ def build_metarange(ranges: list[SyntheticRange]) -> tuple[str, bytes]:
 
 
 def _s3(minio: MinioInstance) -> object:
-    return boto3.client(
-        "s3",
-        endpoint_url=minio.endpoint,
-        aws_access_key_id=minio.access_key,
-        aws_secret_access_key=minio.secret_key,
-        region_name="us-east-1",
-        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 5}, read_timeout=300),
-    )
+    return minio.s3_client(read_timeout=300)
 
 
 def object_bytes(path: str, size: int) -> bytes:
