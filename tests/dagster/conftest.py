@@ -11,7 +11,6 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-import yaml
 
 from lakefs_mirror_dagster.config import ReplicationConfig, load_config
 from lakefs_mirror_dagster.definitions import build_definitions
@@ -19,9 +18,9 @@ from lakefs_mirror_dagster.devenv import Environment
 from lakefs_mirror_dagster.lakefs import LakeFSClient
 from lakefs_mirror_dagster.mirrors import Mirror
 from lakefs_mirror_dagster.replication import ReplicationService
-from tests.replication.conftest import config_path, content, service_for
+from tests.replication.conftest import config_path, content, isolated_regions, service_for
 
-__all__ = ["MirrorCase", "config_path", "service_for"]
+__all__ = ["MirrorCase", "config_path", "isolated_regions", "service_for"]
 
 # Spark's Python workers must import this package: run them with the test interpreter. Set before any
 # SparkContext starts (the session fixture and the validator resource share one session).
@@ -85,32 +84,3 @@ def mirror_case(
     case = MirrorCase(repo, mirror, src, dst_svc.client("region-b"), src_svc, dst_svc, config, path)
     case.commit("main", {f"tables/t/part-{i}.parquet": 100 + i for i in range(3)}, "first")
     return case
-
-
-@pytest.fixture
-def isolated_regions(
-    config_path: Callable[[str], Path], tmp_path: Path
-) -> Iterator[tuple[Callable[[str], Path], Callable[[str], ReplicationService]]]:
-    """Region configs sharing a mirrors database of their own, so code locations built from them see
-    only this test's mirrors (not those other tests left active). Returns (config path, service)."""
-    database = {"type": "sqlite", "sqlite": {"path": str(tmp_path / "mirrors.db")}}
-    paths: dict[str, Path] = {}
-    services: dict[str, ReplicationService] = {}
-
-    def path(region: str) -> Path:
-        if region not in paths:
-            raw = yaml.safe_load(config_path(region).read_text())
-            raw["mirrors_database"] = database
-            paths[region] = tmp_path / f"replication-{region}.yaml"
-            paths[region].write_text(yaml.safe_dump(raw))
-            paths[region].chmod(0o600)
-        return paths[region]
-
-    def service(region: str) -> ReplicationService:
-        if region not in services:
-            services[region] = ReplicationService(load_config(path(region), env={}))
-        return services[region]
-
-    yield path, service
-    for s in services.values():
-        s.close()

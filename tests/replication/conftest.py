@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.devenv import Environment
@@ -35,6 +36,35 @@ def service_for(config_path: Callable[[str], Path]) -> Iterator[Callable[[str], 
         return services[region]
 
     yield get
+    for s in services.values():
+        s.close()
+
+
+@pytest.fixture
+def isolated_regions(
+    config_path: Callable[[str], Path], tmp_path: Path
+) -> Iterator[tuple[Callable[[str], Path], Callable[[str], ReplicationService]]]:
+    """Region configs sharing a mirrors database of their own, so code locations built from them see
+    only this test's mirrors (not those other tests left active). Returns (config path, service)."""
+    database = {"type": "sqlite", "sqlite": {"path": str(tmp_path / "mirrors.db")}}
+    paths: dict[str, Path] = {}
+    services: dict[str, ReplicationService] = {}
+
+    def path(region: str) -> Path:
+        if region not in paths:
+            raw = yaml.safe_load(config_path(region).read_text())
+            raw["mirrors_database"] = database
+            paths[region] = tmp_path / f"replication-{region}.yaml"
+            paths[region].write_text(yaml.safe_dump(raw))
+            paths[region].chmod(0o600)
+        return paths[region]
+
+    def service(region: str) -> ReplicationService:
+        if region not in services:
+            services[region] = ReplicationService(load_config(path(region), env={}))
+        return services[region]
+
+    yield path, service
     for s in services.values():
         s.close()
 

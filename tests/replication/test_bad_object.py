@@ -5,46 +5,20 @@ is reported and skipped."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-import yaml
 
-from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.devenv import Environment
-from lakefs_mirror_dagster.replication import ReplicationService
 
 from .conftest import assert_mirror_equals_source, content
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def private_service(config_path: Callable[[str], Path], tmp_path: Path) -> Callable[[str], ReplicationService]:
-    """Services whose mirrors database holds only this test's mirrors, so a whole pass is this test's."""
-    services: dict[str, ReplicationService] = {}
-
-    def get(region: str) -> ReplicationService:
-        if region not in services:
-            raw = yaml.safe_load(config_path(region).read_text())
-            raw["mirrors_database"] = {"type": "sqlite", "sqlite": {"path": str(tmp_path / "mirrors.db")}}
-            path = tmp_path / f"replication-{region}.yaml"
-            path.write_text(yaml.safe_dump(raw))
-            path.chmod(0o600)
-            services[region] = ReplicationService(load_config(path, env={}))
-        return services[region]
-
-    yield get  # type: ignore[misc]
-    for service in services.values():
-        service.close()
-
-
-def test_a_rotten_object_blocks_only_its_branch(
-    lakefs_env: Environment, private_service: Callable[[str], ReplicationService], unique_name
-) -> None:
-    src_svc, dst_svc = private_service("region-a"), private_service("region-b")
+def test_a_rotten_object_blocks_only_its_branch(lakefs_env: Environment, isolated_regions, unique_name) -> None:
+    _, service = isolated_regions  # a mirrors database of this test's own: the whole pass is this test's
+    src_svc, dst_svc = service("region-a"), service("region-b")
     src = src_svc.client("region-a")
     region_a, region_b = lakefs_env.region("region-a"), lakefs_env.region("region-b")
 

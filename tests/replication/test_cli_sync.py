@@ -26,9 +26,10 @@ def test_sync_prints_each_ref(lakefs_env, config_path, service_for, unique_name,
     assert main(["--config", str(config_path("region-b")), "sync", "--once", "--mirror", "nope"]) == 2
 
 
-def test_deleting_a_mirror_removes_its_repository_and_record(lakefs_env, config_path, service_for, unique_name):
+def test_deleting_a_mirror_removes_its_repository_and_record(lakefs_env, isolated_regions, unique_name):
     from lakefs_mirror_dagster.mirrors import MirrorNotFound
 
+    config_path, service_for = isolated_regions  # `sync --once` passes over this test's mirrors only
     svc_a, svc_b = service_for("region-a"), service_for("region-b")
     src = svc_a.client("region-a")
     repo, name = unique_name("del"), unique_name("mirror")
