@@ -63,8 +63,13 @@ def _assert_source_holds(src: RegionClients, repo: str, ref: str, expected: dict
         assert got == data, f"source {repo}@{ref} {path!r}: lakeFS itself did not store what boto3 sent"
 
 
-@pytest.mark.parametrize("dst_region", ["region-b", "region-c"])
+@pytest.mark.parametrize(
+    ("via", "dst_region"),
+    [("sync", "region-b"), ("sync", "region-c"), ("dagster", "region-b")],
+    ids=["sync-to-local", "sync-to-minio", "dagster-to-local"],
+)
 def test_single_part_objects_keys_and_metadata_mirror_exactly(
+    via: str,
     dst_region: str,
     clients_for: Callable[[str], RegionClients],
     new_repo: Callable[..., str],
@@ -79,7 +84,7 @@ def test_single_part_objects_keys_and_metadata_mirror_exactly(
     _assert_source_holds(src, repo, "v1", first)
     name = new_mirror(repo, dst_region)
 
-    converge(name, dst_region)
+    converge(name, dst_region, via=via)
     report = assert_mirror_matches(src, repo, dst, name)
     assert report.entries_compared == len(SINGLE_PART) and report.objects_read == len(SINGLE_PART)
     meta = dst.s3.head_object(Bucket=name, Key="main/meta/with-metadata.json")
@@ -99,7 +104,7 @@ def test_single_part_objects_keys_and_metadata_mirror_exactly(
     # The check is not vacuous: before the mirror converges again, it sees the difference.
     with pytest.raises(AssertionError, match="branches differ"):
         assert_mirror_matches(src, repo, dst, name)
-    converge(name, dst_region)
+    converge(name, dst_region, via=via)
     report = assert_mirror_matches(src, repo, dst, name)
     assert report.commits_compared == 2
     assert dst.s3.get_object(Bucket=name, Key="v1/plus/a+b=c+d.txt")["Body"].read() == first["plus/a+b=c+d.txt"]
