@@ -191,7 +191,7 @@ def _serve(args: argparse.Namespace) -> int:
     policies, users = load_policies(args.policies) if args.policies else (None, None)
     service = ReplicationService(config)
     try:
-        service.check_stores()
+        service.fail_storeless_mirrors()  # reported in each such mirror's state; the others are served
         serve(service, args.listen or config.listen_address, policies=policies, user_policies=users)
     except KeyboardInterrupt:
         pass

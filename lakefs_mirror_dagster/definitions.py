@@ -24,7 +24,7 @@ from dagster._core.definitions.definitions_load_context import DefinitionsLoadCo
 
 from .config import ConfigError, ReplicationConfig, SparkConfig, ValidatorConfig
 from .mirrors import MirrorState, MirrorStore
-from .replication.storages import check_mirror_stores
+from .replication.storages import missing_stores
 from .resources import ReplicationResource, SparkValidatorResource, resolve_config_path
 from .sensors.commits import build_commit_sensor
 from .sensors.manager import build_mirrors_manager_sensor
@@ -41,7 +41,7 @@ MIRRORS_METADATA_KEY = "lakefs_mirror/active_mirrors"
 def discover_mirrors(config: ReplicationConfig) -> list[str]:
     """Names of this region's active mirrors, read from the mirrors database (no lakeFS calls).
 
-    Raises ``ConfigError`` when one of them names a store the config no longer has.
+    A mirror whose store the config no longer has gets no asset (the manager sensor marks it failed).
     """
     url = config.mirrors_database.sqlalchemy_url.render_as_string(hide_password=False)
     with MirrorStore(url, create_tables=False) as store:
@@ -52,8 +52,10 @@ def discover_mirrors(config: ReplicationConfig) -> list[str]:
                 page_size=config.list_mirrors_page_size,
             )
         )
-    check_mirror_stores(config, active)
-    return sorted(m.name for m in active)
+    missing = missing_stores(config, active)
+    for reason in missing.values():
+        log.warning("not loading %s", reason)
+    return sorted(m.name for m in active if m.id not in missing)
 
 
 def build_definitions(

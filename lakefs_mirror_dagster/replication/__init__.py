@@ -13,7 +13,7 @@ from .engine import (
 from .results import MirrorSyncResult, RefResult, TransferStats
 from .service import RETIRING, ReplicationService
 from .source import ApiObjectReader, RepositorySource
-from .storages import StorageDescription, check_mirror_stores, describe_storages
+from .storages import StorageDescription, describe_storages, missing_stores
 from .validation import RangeValidation, metadata_uri, read_metarange, validate_range
 
 __all__ = [
@@ -33,10 +33,10 @@ __all__ = [
     "StorageDescription",
     "TransferStats",
     "ValidatedCache",
-    "check_mirror_stores",
     "describe_storages",
     "in_process_validator",
     "metadata_uri",
+    "missing_stores",
     "read_metarange",
     "validate_range",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..config import ReplicationConfig, Secret, StoreConfig
@@ -20,7 +20,7 @@ from .engine import EngineSettings, MirrorEngine, RangeTransferer, RangeValidato
 from .namespaces import check_namespace_free
 from .results import MirrorSyncResult
 from .source import RepositorySource
-from .storages import check_mirror_stores
+from .storages import missing_stores
 
 __all__ = ["RETIRING", "ReplicationService", "store_settings"]
 
@@ -191,9 +191,16 @@ class ReplicationService:
             storage_id=storage_id,
         )
 
-    def check_stores(self) -> None:
-        """Refuse to start when a mirror of this region names a store the config no longer has."""
-        check_mirror_stores(self.config, self.my_mirrors())
+    def fail_storeless_mirrors(self, mirrors: Iterable[Mirror] | None = None) -> dict[str, str]:
+        """Put every mirror of this region whose store is not configured into state ``failed`` with the
+        reason (once); returns mirror ID -> reason. The region goes on with its other mirrors."""
+        missing = missing_stores(self.config, self.my_mirrors() if mirrors is None else mirrors)
+        for mirror_id, reason in missing.items():
+            mirror = self.mirrors.get_mirror(mirror_id)
+            if mirror.state != MirrorState.FAILED or mirror.message != reason:
+                log.error("mirror %s: %s", mirror.name, reason)
+                self.mirrors.set_state(mirror_id, MirrorState.FAILED, reason, None)
+        return missing
 
     def my_mirrors(self, *, name: str | None = None) -> Iterator[Mirror]:
         """Mirrors whose destination is this region (optionally only the one called ``name``)."""
@@ -229,14 +236,16 @@ class ReplicationService:
         self.mirrors.delete_mirror(mirror.id)
 
     def sync(self, *, name: str | None = None, branches: list[str] | None = None) -> list[MirrorSyncResult]:
-        """One pass over this region's mirrors: retire deleted ones, sync the others, record branch states."""
+        """One pass over this region's mirrors: retire deleted ones, (re)activate pending and failed ones and
+        sync them with the active ones, record branch states. A mirror whose store is gone is reported."""
         mine = list(self.my_mirrors())  # one listing serves the store check and the pass
-        check_mirror_stores(self.config, mine)
+        storeless = self.fail_storeless_mirrors(mine)
         results = []
         for mirror in mine:
             if name is not None and mirror.name != name:
                 continue
-            if mirror.state not in (*RETIRING, MirrorState.PENDING, MirrorState.CREATING, MirrorState.ACTIVE):
+            if mirror.id in storeless:
+                results.append(_not_synced(mirror, storeless[mirror.id]))
                 continue
             try:  # one mirror that cannot be synced (source gone, region down, ...) never stops the others
                 if mirror.state in RETIRING:
@@ -250,7 +259,7 @@ class ReplicationService:
                 error = f"{type(exc).__name__}: {exc}"
                 log.error("mirror %s not synced in this pass: %s", mirror.name, error)
                 log.debug("mirror %s not synced", mirror.name, exc_info=True)
-                result = MirrorSyncResult(mirror=mirror.name, source_repository=mirror.source_repository, error=error)
+                result = _not_synced(mirror, error)
             else:
                 self.record(mirror, result)
             results.append(result)
@@ -278,3 +287,8 @@ class ReplicationService:
                 promoted_at=dt.datetime.now(dt.UTC) if promoted else None,
                 lag_seconds=ref.lag_seconds if promoted else None,
             )
+
+
+def _not_synced(mirror: Mirror, error: str) -> MirrorSyncResult:
+    """The result of a mirror the pass could not sync at all, and why."""
+    return MirrorSyncResult(mirror=mirror.name, source_repository=mirror.source_repository, error=error)

@@ -1,13 +1,13 @@
 """The stores a region is connected to, as users see them, and the start-up check that mirrors still have one.
 
 A mirror names its destination store by ``storage_id``; when a store is removed from ``blockstores.stores``
-while a mirror still uses it, every entry point (``serve``, ``sync``, the Dagster code location) refuses to
-start and names those mirrors, instead of failing later on each sync.
+while a mirror still uses it (or a mirror was created naming a store this region never had), that mirror
+goes to state ``failed`` with the reason, and every entry point (``serve``, ``sync``, the Dagster code
+location) goes on with the others: one bad mirror never takes a region down.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -15,7 +15,7 @@ from typing import Any
 from ..config import ConfigError, ReplicationConfig, StoreConfig
 from ..mirrors import Mirror, MirrorState
 
-__all__ = ["StorageDescription", "check_mirror_stores", "describe_storages"]
+__all__ = ["StorageDescription", "describe_storages", "missing_stores"]
 
 _LIVE_STATES = frozenset({MirrorState.PENDING, MirrorState.CREATING, MirrorState.ACTIVE, MirrorState.FAILED})
 
@@ -58,24 +58,18 @@ def describe_storages(config: ReplicationConfig) -> list[StorageDescription]:
     ]
 
 
-def check_mirror_stores(config: ReplicationConfig, mirrors: Iterable[Mirror]) -> None:
-    """Raise ``ConfigError`` naming every mirror of this region whose destination store is not configured."""
-    missing: dict[str, list[str]] = defaultdict(list)
+def missing_stores(config: ReplicationConfig, mirrors: Iterable[Mirror]) -> dict[str, str]:
+    """Mirror ID -> why, for each live mirror of this region whose destination store is not configured."""
+    configured = ", ".join(repr(s.id) for s in config.stores)
+    missing: dict[str, str] = {}
     for mirror in mirrors:
         if mirror.destination_region != config.region or mirror.state not in _LIVE_STATES:
             continue
         try:
             config.store_by_id(mirror.storage_id)
         except ConfigError:
-            missing[mirror.storage_id].append(mirror.name)
-    if missing:
-        parts = [
-            f"store {sid!r} is used by mirror(s) {', '.join(sorted(names))}" for sid, names in sorted(missing.items())
-        ]
-        configured = ", ".join(repr(s.id) for s in config.stores)
-        raise ConfigError(
-            "; ".join(parts)
-            + f", but this region's stores are {configured}: put the store back into blockstores.stores, "
-            "or delete those mirrors first",
-            path="blockstores.stores",
-        )
+            missing[mirror.id] = (
+                f"store {mirror.storage_id!r} of mirror {mirror.name} is not among this region's stores "
+                f"({configured}): put it back into blockstores.stores, or delete the mirror"
+            )
+    return missing

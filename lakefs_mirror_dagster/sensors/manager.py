@@ -52,7 +52,12 @@ class ManagerReport:
 def reconcile_mirrors(service: ReplicationService) -> ManagerReport:
     """One pass over this region's mirrors; a failing mirror never stops the others."""
     report = ManagerReport()
-    for mirror in list(service.my_mirrors()):
+    mine = list(service.my_mirrors())
+    storeless = service.fail_storeless_mirrors(mine)
+    for mirror in mine:
+        if mirror.id in storeless:
+            report.errors[mirror.name] = storeless[mirror.id]
+            continue
         try:
             if mirror.state in _ACTIVATE:
                 service.activate(mirror)

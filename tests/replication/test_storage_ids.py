@@ -1,20 +1,24 @@
-"""Stores are declared once and named by id: listing them (CLI and API), and refusing to start when a store
-that a mirror still uses was removed from the config."""
+"""Stores are declared once and named by id: listing them (CLI and API), and a mirror whose store was removed
+from the config failing alone, with the reason, while the region serves and syncs the others."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 
-from lakefs_mirror_dagster.config import ConfigError, load_config
+from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.definitions import discover_mirrors
 from lakefs_mirror_dagster.devenv import Environment
+from lakefs_mirror_dagster.devenv.processes import free_port
 from lakefs_mirror_dagster.mirrors import MirrorState
 from lakefs_mirror_dagster.replication import ReplicationService
 
@@ -62,7 +66,7 @@ def test_storages_are_listed_with_ids_types_and_namespace_examples(
     assert single[0]["namespace_example"].startswith("s3://")
 
 
-def test_removing_a_store_a_mirror_uses_stops_start_up_naming_the_mirror(
+def test_a_mirror_whose_store_was_removed_fails_alone_and_the_region_goes_on(
     lakefs_env: Environment,
     config_path: Callable[[str], Path],
     client_for,
@@ -86,21 +90,56 @@ def test_removing_a_store_a_mirror_uses_stops_start_up_naming_the_mirror(
             storage_id=storage_id,
         )
         service.mirrors.set_state(mirror.id, MirrorState.ACTIVE, "", None)
-    service.check_stores()  # both stores configured: fine
+    assert service.fail_storeless_mirrors() == {}  # both stores configured: nothing to report
     service.close()
 
     config = load_config(without, env={})
-    with pytest.raises(ConfigError, match=rf"store 'archive' is used by mirror\(s\) {archived}\b") as raised:
-        ReplicationService(config).check_stores()
-    assert kept not in str(raised.value)
-    with pytest.raises(ConfigError, match=archived):
-        discover_mirrors(config)  # the Dagster code location does not load without the store
+    assert discover_mirrors(config) == [kept], "the Dagster code location must load, without that mirror"
 
-    for command in (["sync", "--once"], ["serve", "--listen", "127.0.0.1:9"]):
-        done = _cli("--config", str(without), *command)
-        assert done.returncode == 2, (command, done.stdout, done.stderr)
-        assert f"store 'archive' is used by mirror(s) {archived}" in done.stderr
-        assert "put the store back into blockstores.stores" in done.stderr
-    # Nothing was created for either mirror while refusing.
+    done = _cli("--config", str(without), "sync", "--once", "--json")
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    results = {r["mirror"]: r for r in map(json.loads, done.stdout.splitlines())}
+    assert results[kept]["ok"], results[kept]
+    assert "store 'archive'" in results[archived]["error"] and "blockstores.stores" in results[archived]["error"]
     names = {r.id for r in client_for("region-b").list_repositories()}
-    assert kept not in names and archived not in names
+    assert kept in names and archived not in names
+    after = ReplicationService(config)
+    try:
+        failed = after.mirrors.get_by_name("region-b", archived)
+        assert failed.state == MirrorState.FAILED and "store 'archive'" in failed.message, failed
+    finally:
+        after.close()
+
+    # serve starts and answers, too (the failed mirror's state says why; the API shows it).
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "lakefs_mirror_dagster.cli", "--config", str(without), "serve", "--listen",
+         f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert _answers(f"http://127.0.0.1:{port}/service/replication/v1/config/storages", timeout_s=60), (
+            server.poll(),
+            server.stderr.read() if server.poll() is not None else "",  # type: ignore[union-attr]
+        )
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _answers(url: str, *, timeout_s: float) -> bool:
+    """Whether an HTTP server answers ``url`` (any status) within ``timeout_s``: bounded polling."""
+    deadline = time.monotonic() + timeout_s
+    for _ in range(int(timeout_s * 4)):
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return True
+        except urllib.error.HTTPError:
+            return True
+        except OSError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.25)
+    return False
