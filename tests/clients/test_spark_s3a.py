@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from lakefs_mirror_dagster.devenv import Environment, LakeFSRegion
-from lakefs_mirror_dagster.devenv.hadoop_jars import ensure_hadoop_aws_jars
 from lakefs_mirror_dagster.lakefs import LakeFSClient
 from lakefs_mirror_dagster.replication import ReplicationService
 
@@ -66,11 +64,8 @@ def s3a_bucket_settings(bucket: str, region: LakeFSRegion) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def s3a_spark(lakefs_env: Environment, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A local SparkSession with hadoop-aws on its classpath, S3A pointed at the source region's gateway."""
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
-
+def s3a_spark(lakefs_env: Environment, spark: Any) -> Any:
+    """The suite's SparkSession (hadoop-aws on its classpath), S3A pointed at the source region's gateway."""
     source = lakefs_env.region(SOURCE)
     settings = {
         **S3A_COMMON,
@@ -78,48 +73,10 @@ def s3a_spark(lakefs_env: Environment, tmp_path_factory: pytest.TempPathFactory)
         "fs.s3a.access.key": source.access_key_id,
         "fs.s3a.secret.key": source.secret_access_key,
     }
-    if SparkContext._active_spark_context is not None:
-        # Started earlier in this process (the session ``spark`` fixture): usable only if the jars were on
-        # the classpath when its JVM started, since they cannot be added afterwards.
-        session = SparkSession.builder.getOrCreate()
-        if not _s3a_loadable(session):
-            pytest.fail(
-                "a SparkSession without the hadoop-aws jars is already running in this process, and a JVM's "
-                f"classpath cannot grow: run {__name__} before other Spark tests, or in a pytest of its own"
-            )
-        hadoop_conf = session.sparkContext._jsc.hadoopConfiguration()
-        for key, value in settings.items():
-            hadoop_conf.set(key, value)
-        yield session
-        return
-
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("lakefs-mirror-spark-s3a")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("spark-s3a-warehouse")))
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.jars", ",".join(str(jar) for jar in ensure_hadoop_aws_jars()))
-    )
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
     for key, value in settings.items():
-        builder = builder.config(f"spark.hadoop.{key}", value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
-    try:
-        yield session
-    finally:
-        session.stop()
-
-
-def _s3a_loadable(session: Any) -> bool:
-    try:
-        session._jvm.java.lang.Class.forName("org.apache.hadoop.fs.s3a.S3AFileSystem")
-    except Exception:  # py4j's Py4JJavaError wrapping ClassNotFoundException
-        return False
-    return True
+        hadoop_conf.set(key, value)
+    return spark
 
 
 def gateway(region: LakeFSRegion) -> Any:
