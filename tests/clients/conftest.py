@@ -43,7 +43,15 @@ from tests.replication.conftest import config_path, service_for
 from .outside import RegionClients
 from .users import LakeFSRest, gateway_client, minio_client
 
-__all__ = ["Converged", "config_path", "service_for"]
+__all__ = ["EVERY_ROUTE", "Converged", "config_path", "service_for"]
+
+
+#: Run a test by each way a mirror converges: the sync engine into local disk and into MinIO, and Dagster runs.
+EVERY_ROUTE = pytest.mark.parametrize(
+    ("via", "dst_region"),
+    [("sync", "region-b"), ("sync", "region-c"), ("dagster", "region-b")],
+    ids=["sync-to-local", "sync-to-minio", "dagster-to-local"],
+)
 
 
 @dataclasses.dataclass

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Converged
+from .conftest import EVERY_ROUTE, Converged
 from .outside import RegionClients, assert_mirror_matches
 from .users import MiB, blob, multipart_upload, put
 
@@ -63,11 +63,7 @@ def _assert_source_holds(src: RegionClients, repo: str, ref: str, expected: dict
         assert got == data, f"source {repo}@{ref} {path!r}: lakeFS itself did not store what boto3 sent"
 
 
-@pytest.mark.parametrize(
-    ("via", "dst_region"),
-    [("sync", "region-b"), ("sync", "region-c"), ("dagster", "region-b")],
-    ids=["sync-to-local", "sync-to-minio", "dagster-to-local"],
-)
+@EVERY_ROUTE
 def test_single_part_objects_keys_and_metadata_mirror_exactly(
     via: str,
     dst_region: str,

@@ -13,18 +13,14 @@ from collections.abc import Callable
 
 import pytest
 
-from .conftest import Converged
+from .conftest import EVERY_ROUTE, Converged
 from .outside import RegionClients, assert_mirror_matches
 from .users import blob, put
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.mark.parametrize(
-    ("via", "dst_region"),
-    [("sync", "region-b"), ("sync", "region-c"), ("dagster", "region-b")],
-    ids=["sync-to-local", "sync-to-minio", "dagster-to-local"],
-)
+@EVERY_ROUTE
 def test_rest_api_history_mirrors_commit_for_commit(
     via: str,
     dst_region: str,
