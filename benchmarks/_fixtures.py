@@ -35,10 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import lakefs_sdk
 import yaml
+from lakefs_mirror_devenv import Environment, LakeFSRegion, MinioInstance, RegionSpec, environment_up
+from lakefs_mirror_devenv.environment import stop_environment
 
 from lakefs_mirror_dagster.config import load_config
-from lakefs_mirror_dagster.devenv import Environment, LakeFSRegion, MinioInstance, RegionSpec, environment_up
-from lakefs_mirror_dagster.devenv.environment import stop_environment
 from lakefs_mirror_dagster.lakefs import LakeFSClient
 from lakefs_mirror_dagster.replication import MirrorSyncResult, ReplicationService
 

@@ -37,8 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _fixtures as fx
-
-from lakefs_mirror_dagster.devenv import Environment, MinioInstance
+from lakefs_mirror_devenv import Environment, MinioInstance
 
 MiB = 1024 * 1024
 

@@ -28,8 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _fixtures as fx
-
-from lakefs_mirror_dagster.devenv import Environment
+from lakefs_mirror_devenv import Environment
 
 MiB = 1024 * 1024
 

@@ -40,10 +40,11 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from lakefs_mirror_devenv import DEFAULT_REGIONS, Environment, environment_up
+from lakefs_mirror_devenv.environment import stop_environment
+from lakefs_mirror_devenv.processes import pid_alive, start_process, stop_pid
+
 from lakefs_mirror_dagster.config import format_duration, parse_duration
-from lakefs_mirror_dagster.devenv import DEFAULT_REGIONS, Environment, environment_up
-from lakefs_mirror_dagster.devenv.environment import stop_environment
-from lakefs_mirror_dagster.devenv.processes import pid_alive, start_process, stop_pid
 from lakefs_mirror_dagster.lakefs import LakeFSClient, LakeFSNotFound
 from lakefs_mirror_dagster.replication import ReplicationService
 

@@ -28,7 +28,7 @@ import _fixtures as fx
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.replication import ReplicationService, in_process_validator, read_metarange
 from lakefs_mirror_dagster.replication.service import store_settings
-from lakefs_mirror_dagster.spark_validation import SparkRangeValidator
+from lakefs_mirror_dagster.spark.validation import SparkRangeValidator
 
 MiB = 1024 * 1024
 GB = 1_000_000_000

@@ -22,14 +22,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import _fixtures as fx
+from lakefs_mirror_devenv import RegionSpec
 
 from lakefs_mirror_dagster.config import SparkConfig
-from lakefs_mirror_dagster.devenv import RegionSpec
 from lakefs_mirror_dagster.lakefs import LakeFSClient
+from lakefs_mirror_dagster.orchestration.mirroring.spark import spark_session_config
 from lakefs_mirror_dagster.replication.results import TransferStats
 from lakefs_mirror_dagster.replication.validation import read_metarange
-from lakefs_mirror_dagster.resources.spark import spark_session_config
-from lakefs_mirror_dagster.spark_transfer import (
+from lakefs_mirror_dagster.spark.transfer import (
     LazySparkSession,
     SparkRangeTransferer,
     TransferTarget,

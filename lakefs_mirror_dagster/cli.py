@@ -12,20 +12,33 @@ from typing import Any
 
 __all__ = ["main"]
 
+_NO_DEVENV = (
+    "lakefs-mirror: the devenv and demo commands need the development environment (the lakefs-mirror-devenv "
+    "distribution, which builds lakeFS and MinIO locally); run them from a checkout: scripts/dev demo"
+)
+
+
+def _devenv() -> Any:
+    """The development environment, a distribution of its own (never part of the runtime wheel)."""
+    try:
+        import lakefs_mirror_devenv
+    except ModuleNotFoundError as exc:
+        if exc.name != "lakefs_mirror_devenv":
+            raise
+        raise SystemExit(_NO_DEVENV) from exc
+    return lakefs_mirror_devenv
+
 
 def _devenv_up(args: argparse.Namespace) -> int:
-    from .devenv import DEFAULT_REGIONS, environment_up, parse_region_spec
-
-    regions = tuple(parse_region_spec(r) for r in args.region) if args.region else DEFAULT_REGIONS
-    env = environment_up(args.state_dir, regions, with_postgres=args.postgres)
+    devenv = _devenv()
+    regions = tuple(devenv.parse_region_spec(r) for r in args.region) if args.region else devenv.DEFAULT_REGIONS
+    env = devenv.environment_up(args.state_dir, regions, with_postgres=args.postgres)
     print(json.dumps(env.to_json(), indent=2) if args.json else _describe(env.to_json()))
     return 0
 
 
 def _devenv_status(args: argparse.Namespace) -> int:
-    from .devenv import environment_status
-
-    report = environment_status(args.state_dir)
+    report = _devenv().environment_status(args.state_dir)
     print(json.dumps(report, indent=2))
     healthy = all(r["alive"] and r["healthy"] for r in report["regions"].values())
     healthy = healthy and all(m["alive"] and m["healthy"] for m in report["minio"].values())
@@ -33,9 +46,7 @@ def _devenv_status(args: argparse.Namespace) -> int:
 
 
 def _devenv_down(args: argparse.Namespace) -> int:
-    from .devenv import environment_down
-
-    stopped = environment_down(args.state_dir)
+    stopped = _devenv().environment_down(args.state_dir)
     print(f"stopped {len(stopped)} process(es): {' '.join(map(str, stopped)) or '-'}")
     return 0
 
@@ -55,8 +66,8 @@ def _sync(args: argparse.Namespace) -> int:
 
     session = None
     if args.spark or config.spark.transfer_enabled:  # big plans copy in Spark tasks; the session starts on first use
-        from .resources.spark import spark_session_config
-        from .spark_transfer import LazySparkSession, SparkTransferService
+        from .orchestration.mirroring.spark import spark_session_config
+        from .spark.transfer import LazySparkSession, SparkTransferService
 
         session = LazySparkSession(spark_session_config(config.spark, app_name="lakefs-mirror-transfer"))
         service: ReplicationService = SparkTransferService(config, session)
@@ -137,7 +148,8 @@ def _mirrors_list(args: argparse.Namespace) -> int:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo
+    _devenv()
+    from .demo.run import run_demo
 
     return run_demo(args.state_dir, keep=args.keep)
 
@@ -170,7 +182,7 @@ def _status(args: argparse.Namespace) -> int:
     """Per mirror and branch: mirror head, lag and the last promotions, from the Dagster event log."""
     import dagster as dg
 
-    from .history import status_report
+    from .orchestration.history import status_report
 
     service = _load_service(args)
     try:
@@ -344,7 +356,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from .config import ConfigError
-    from .devenv import DevenvError
     from .graveler.sstable import SSTableError
     from .lakefs import LakeFSError
     from .mirrors import MirrorsDatabaseError
@@ -359,7 +370,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"lakefs-mirror: config: {exc}", file=sys.stderr)
         return 2
     except (
-        DevenvError,
         LakeFSError,
         MirrorsDatabaseError,
         ReplicationError,

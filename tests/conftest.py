@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from lakefs_mirror_devenv import Environment, LakeFSRegion, MinioInstance, RegionSpec, environment_up
+from lakefs_mirror_devenv.environment import stop_environment
 
-from lakefs_mirror_dagster.devenv import Environment, LakeFSRegion, MinioInstance, RegionSpec, environment_up
-from lakefs_mirror_dagster.devenv.environment import stop_environment
 from lakefs_mirror_dagster.lakefs import LakeFSClient
 
 TEST_REGIONS = (
@@ -76,7 +76,7 @@ def client_for(lakefs_env: Environment) -> Iterator[Callable[[str], LakeFSClient
 @pytest.fixture(scope="session")
 def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A real PostgreSQL server (installed from Debian packages when missing)."""
-    from lakefs_mirror_dagster.devenv.postgres import PostgresServer
+    from lakefs_mirror_devenv.postgres import PostgresServer
 
     server = PostgresServer.start(tmp_path_factory.mktemp("postgres"), durable=False)
     try:
@@ -94,9 +94,8 @@ def postgres_url(postgres_server: Any) -> str:
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A local-mode SparkSession from the pyspark wheel, bound to loopback, with the cached hadoop-aws jars
     on its classpath (a JVM's classpath cannot grow later, and tests/clients reads and writes ``s3a://``)."""
+    from lakefs_mirror_devenv.hadoop_jars import ensure_hadoop_aws_jars
     from pyspark.sql import SparkSession
-
-    from lakefs_mirror_dagster.devenv.hadoop_jars import ensure_hadoop_aws_jars
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
@@ -128,6 +127,6 @@ def unique_name() -> Callable[[str], str]:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    from lakefs_mirror_dagster.devenv import LAKEFS_VERSION, MINIO_VERSION, cache_dir
+    from lakefs_mirror_devenv import LAKEFS_VERSION, MINIO_VERSION, cache_dir
 
     return [f"lakeFS {LAKEFS_VERSION}, MinIO {MINIO_VERSION}, binaries cached in {cache_dir()}"]

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from lakefs_mirror_devenv.processes import pid_alive
 
 from lakefs_mirror_dagster.cli import main
-from lakefs_mirror_dagster.devenv.processes import pid_alive
 
 
 def test_demo_mirror_converges_and_cleans_up(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from lakefs_mirror_devenv import DevenvError, parse_region_spec
+from lakefs_mirror_devenv.processes import pid_alive
 
 from lakefs_mirror_dagster.cli import main
-from lakefs_mirror_dagster.devenv import DevenvError, parse_region_spec
-from lakefs_mirror_dagster.devenv.processes import pid_alive
 
 
 def test_up_status_down_leaves_no_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

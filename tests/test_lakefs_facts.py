@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
+from lakefs_mirror_devenv import LakeFSRegion
 
-from lakefs_mirror_dagster.devenv import LakeFSRegion
 from lakefs_mirror_dagster.graveler.ident import commit_id
 from lakefs_mirror_dagster.lakefs import (
     LakeFSBadRequest,

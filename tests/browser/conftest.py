@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from lakefs_mirror_dagster.devenv import Environment
-from lakefs_mirror_dagster.devenv.environment import STATE_FILE, load_environment, stop_environment
-from lakefs_mirror_dagster.devenv.processes import free_port, pid_alive, start_process, stop_pid, wait_http_ok
+from lakefs_mirror_devenv import Environment
+from lakefs_mirror_devenv.environment import STATE_FILE, load_environment, stop_environment
+from lakefs_mirror_devenv.processes import free_port, pid_alive, start_process, stop_pid, wait_http_ok
 
 __all__ = ["DemoState", "chromium_path", "dagster_ui", "demo_state"]
 

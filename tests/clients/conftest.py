@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lakefs_mirror_devenv import Environment
 
-from lakefs_mirror_dagster.devenv import Environment
 from lakefs_mirror_dagster.replication import MirrorSyncResult, ReplicationService
 from tests.replication.conftest import config_path, service_for
 
@@ -160,9 +160,13 @@ def _dagster_round(
     """Materialize every branch partition of the mirror, then its tags asset, as the sensors would request."""
     import dagster as dg
 
-    from lakefs_mirror_dagster.assets import branch_partitions_name, build_branch_heads_asset, build_tags_asset
     from lakefs_mirror_dagster.config import load_config
-    from lakefs_mirror_dagster.definitions import build_definitions
+    from lakefs_mirror_dagster.orchestration.definitions import build_definitions
+    from lakefs_mirror_dagster.orchestration.mirroring import (
+        branch_partitions_name,
+        build_branch_heads_asset,
+        build_tags_asset,
+    )
 
     mirror = service.activate(next(service.my_mirrors(name=name)))
     defs = build_definitions([name], config=load_config(path, env={}), config_path=str(path), reload=None)

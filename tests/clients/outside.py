@@ -30,8 +30,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import botocore.exceptions
+from lakefs_mirror_devenv import LakeFSRegion
 
-from lakefs_mirror_dagster.devenv import LakeFSRegion
 from lakefs_mirror_dagster.lakefs import Commit
 from tests.replication.conftest import same_log
 

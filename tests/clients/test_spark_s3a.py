@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from lakefs_mirror_devenv import Environment, LakeFSRegion
 
-from lakefs_mirror_dagster.devenv import Environment, LakeFSRegion
 from lakefs_mirror_dagster.lakefs import LakeFSClient
 from lakefs_mirror_dagster.replication import ReplicationService
 

@@ -20,8 +20,7 @@ from typing import Any
 
 import lakefs_sdk
 from boto3.s3.transfer import TransferConfig
-
-from lakefs_mirror_dagster.devenv import LakeFSRegion, MinioInstance
+from lakefs_mirror_devenv import LakeFSRegion, MinioInstance
 
 __all__ = ["LakeFSRest", "MiB", "blob", "gateway_client", "minio_client", "multipart_upload", "put"]
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from lakefs_mirror_devenv import Environment
 
 from lakefs_mirror_dagster.config import ReplicationConfig, load_config
-from lakefs_mirror_dagster.definitions import build_definitions
-from lakefs_mirror_dagster.devenv import Environment
 from lakefs_mirror_dagster.lakefs import LakeFSClient
 from lakefs_mirror_dagster.mirrors import Mirror
+from lakefs_mirror_dagster.orchestration.definitions import build_definitions
 from lakefs_mirror_dagster.replication import ReplicationService
 from tests.replication.conftest import config_path, content, isolated_regions, service_for
 

@@ -8,7 +8,8 @@ from urllib.parse import urlsplit
 import dagster as dg
 import pytest
 
-from lakefs_mirror_dagster.sensors import MANAGER_SENSOR_NAME, run_until_converged
+from lakefs_mirror_dagster.demo.converge import run_until_converged
+from lakefs_mirror_dagster.orchestration.mirroring import MANAGER_SENSOR_NAME
 
 from .conftest import MirrorCase
 from .test_tags import _tick

@@ -17,9 +17,10 @@ from dagster._core.definitions.definitions_load_context import DefinitionsLoadCo
 from dagster._core.definitions.metadata.metadata_value import CodeLocationReconstructionMetadataValue
 from dagster._core.definitions.repository_definition import RepositoryLoadData
 
-from lakefs_mirror_dagster.definitions import MIRRORS_METADATA_KEY, defs
 from lakefs_mirror_dagster.mirrors import MirrorState, MirrorStore
-from lakefs_mirror_dagster.sensors import MANAGER_SENSOR_NAME, commit_sensor_name, find_reload_target
+from lakefs_mirror_dagster.orchestration.definitions import MIRRORS_METADATA_KEY, defs
+from lakefs_mirror_dagster.orchestration.mirroring import MANAGER_SENSOR_NAME, commit_sensor_name
+from lakefs_mirror_dagster.orchestration.reload import find_reload_target
 
 
 def _write_config(tmp_path: Path) -> tuple[Path, str]:
@@ -79,7 +80,7 @@ def test_active_mirrors_load_from_the_database_with_the_network_blocked(tmp_path
         socket.socket.connect_ex = refuse
         socket.create_connection = refuse
         import dagster as dg
-        from lakefs_mirror_dagster.definitions import defs
+        from lakefs_mirror_dagster.orchestration.definitions import defs
         loaded = defs()
         dg.Definitions.validate_loadable(loaded)
         sensors = {s.name: s.minimum_interval_seconds for s in loaded.sensors}

@@ -22,14 +22,14 @@ def _loaded_after(code: str) -> list[str]:
 
 
 def test_importing_the_code_location_imports_no_lakefs_sdk_or_spark() -> None:
-    assert _loaded_after("import lakefs_mirror_dagster.definitions") == []
+    assert _loaded_after("import lakefs_mirror_dagster.orchestration.definitions") == []
 
 
 def test_building_a_run_workers_definitions_imports_none_of_them() -> None:
     # What a run worker does after the import, before its step starts: build the definitions of its mirrors.
     loaded = _loaded_after(
         """
-        import lakefs_mirror_dagster.definitions as d
+        import lakefs_mirror_dagster.orchestration.definitions as d
         built = d.build_definitions(["mirror-a"], reload=None)
         assert built.resources["spark_validator"].spark_config["spark.master"]
         """

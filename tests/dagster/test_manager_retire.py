@@ -9,7 +9,7 @@ import time
 import pytest
 
 from lakefs_mirror_dagster.mirrors import MirrorNotFound, MirrorState
-from lakefs_mirror_dagster.sensors.manager import reconcile_mirrors
+from lakefs_mirror_dagster.orchestration.mirroring.manager import reconcile_mirrors
 
 pytestmark = pytest.mark.integration
 

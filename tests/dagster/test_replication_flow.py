@@ -12,11 +12,17 @@ import datetime as dt
 import dagster as dg
 import pytest
 
-from lakefs_mirror_dagster.assets import branch_partitions_name, build_branch_heads_asset, mirror_asset_key
-from lakefs_mirror_dagster.checks import RANGES_VALIDATED
-from lakefs_mirror_dagster.history import mirror_history, status_report
+from lakefs_mirror_dagster.demo.converge import run_until_converged
 from lakefs_mirror_dagster.mirrors import MirrorState
-from lakefs_mirror_dagster.sensors import MANAGER_SENSOR_NAME, commit_sensor_name, run_until_converged
+from lakefs_mirror_dagster.orchestration.history import mirror_history, status_report
+from lakefs_mirror_dagster.orchestration.mirroring import (
+    MANAGER_SENSOR_NAME,
+    branch_partitions_name,
+    build_branch_heads_asset,
+    commit_sensor_name,
+    mirror_asset_key,
+)
+from lakefs_mirror_dagster.orchestration.mirroring.checks import RANGES_VALIDATED
 from tests.replication.conftest import assert_mirror_equals_source
 
 from .conftest import MirrorCase
@@ -118,7 +124,7 @@ def test_sensor_ticks_request_runs_that_mirror_every_branch(mirror_case: MirrorC
 
 
 def test_missing_destination_object_fails_validation_and_blocks_promotion(mirror_case: MirrorCase, instance) -> None:
-    from lakefs_mirror_dagster.resources import SparkValidatorResource
+    from lakefs_mirror_dagster.orchestration.mirroring import SparkValidatorResource
     from lakefs_mirror_dagster.storage import join_namespace
 
     case, name = mirror_case, mirror_case.mirror.name

@@ -24,9 +24,10 @@ from dagster._core.workspace.load_target import GrpcServerTarget
 from dagster._daemon.sensor import execute_sensor_iteration
 from dagster._grpc.client import DagsterGrpcClient
 
-from lakefs_mirror_dagster.history import mirror_history
+from lakefs_mirror_dagster.demo.converge import run_until_converged
 from lakefs_mirror_dagster.mirrors import MirrorState
-from lakefs_mirror_dagster.sensors import MANAGER_SENSOR_NAME, commit_sensor_name, run_until_converged
+from lakefs_mirror_dagster.orchestration.history import mirror_history
+from lakefs_mirror_dagster.orchestration.mirroring import MANAGER_SENSOR_NAME, commit_sensor_name
 from tests.replication.conftest import assert_mirror_equals_source, content
 
 LOCATION = "lakefs_mirror"
@@ -55,7 +56,7 @@ def code_server(daemon_instance: dg.DagsterInstance, isolated_regions) -> Iterat
     command = [
         sys.executable, "-m", "dagster", "code-server", "start",
         "--host", "127.0.0.1", "--port", str(port), "--location-name", LOCATION,
-        "-m", "lakefs_mirror_dagster.definitions", "-a", "defs",
+        "-m", "lakefs_mirror_dagster.orchestration.definitions", "-a", "defs",
     ]  # fmt: skip
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:

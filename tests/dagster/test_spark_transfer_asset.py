@@ -7,9 +7,13 @@ from pathlib import Path
 import dagster as dg
 import yaml
 
-from lakefs_mirror_dagster.assets import branch_partitions_name, build_branch_heads_asset, mirror_asset_key
 from lakefs_mirror_dagster.config import load_config
-from lakefs_mirror_dagster.definitions import build_definitions
+from lakefs_mirror_dagster.orchestration.definitions import build_definitions
+from lakefs_mirror_dagster.orchestration.mirroring import (
+    branch_partitions_name,
+    build_branch_heads_asset,
+    mirror_asset_key,
+)
 from tests.replication.conftest import assert_mirror_equals_source
 
 from .conftest import MirrorCase

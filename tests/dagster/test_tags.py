@@ -8,10 +8,16 @@ from typing import Any
 
 import dagster as dg
 
-from lakefs_mirror_dagster.assets import build_tags_asset, tags_asset_key, tags_digest
-from lakefs_mirror_dagster.checks import RANGES_VALIDATED
-from lakefs_mirror_dagster.resources import SparkValidatorResource
-from lakefs_mirror_dagster.sensors import MANAGER_SENSOR_NAME, commit_sensor_name, run_until_converged
+from lakefs_mirror_dagster.demo.converge import run_until_converged
+from lakefs_mirror_dagster.orchestration.mirroring import (
+    MANAGER_SENSOR_NAME,
+    SparkValidatorResource,
+    build_tags_asset,
+    commit_sensor_name,
+    tags_asset_key,
+    tags_digest,
+)
+from lakefs_mirror_dagster.orchestration.mirroring.checks import RANGES_VALIDATED
 from lakefs_mirror_dagster.storage import join_namespace
 
 from .conftest import MirrorCase

@@ -11,8 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from lakefs_mirror_dagster.devenv import RegionSpec, environment_up, stop_environment
+from lakefs_mirror_devenv import RegionSpec, environment_up, stop_environment
 
 from .rig import DST, MINIO, SRC, FaultRig
 

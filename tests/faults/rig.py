@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lakefs_mirror_devenv import Environment
+
 from lakefs_mirror_dagster.config import load_config
-from lakefs_mirror_dagster.devenv import Environment
 from lakefs_mirror_dagster.lakefs import LakeFSClient
 from lakefs_mirror_dagster.replication import ReplicationService
 from lakefs_mirror_dagster.storage import Blockstore, build_blockstore

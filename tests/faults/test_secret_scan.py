@@ -26,8 +26,7 @@ from typing import Any
 
 import pytest
 import yaml
-
-from lakefs_mirror_dagster.devenv.processes import free_port, wait_http_ok
+from lakefs_mirror_devenv.processes import free_port, wait_http_ok
 
 from .rig import DST, SRC, FaultRig
 from .workload import content
@@ -197,9 +196,9 @@ def _run_dagster(rig: FaultRig, mirror: str, tmp: Path) -> list[tuple[str, str]]
     import dagster as dg
     from dagster._serdes import serialize_value
 
-    from lakefs_mirror_dagster.assets import branch_partitions_name, build_branch_heads_asset
     from lakefs_mirror_dagster.config import load_config
-    from lakefs_mirror_dagster.definitions import build_definitions
+    from lakefs_mirror_dagster.orchestration.definitions import build_definitions
+    from lakefs_mirror_dagster.orchestration.mirroring import branch_partitions_name, build_branch_heads_asset
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -14,8 +14,7 @@ import signal
 import time
 
 import pytest
-
-from lakefs_mirror_dagster.devenv import DevenvError, start_server, stop_server
+from lakefs_mirror_devenv import DevenvError, start_server, stop_server
 
 from .invariant import MirrorChecker
 from .rig import DST, MINIO, SRC, FaultRig

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from lakefs_mirror_devenv.postgres import PostgresServer
 
-from lakefs_mirror_dagster.devenv.postgres import PostgresServer
 from lakefs_mirror_dagster.mirrors import MirrorStore
 
 

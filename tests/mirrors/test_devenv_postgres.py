@@ -14,14 +14,13 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-
-from lakefs_mirror_dagster.devenv import postgres
-from lakefs_mirror_dagster.devenv.postgres import (
+from lakefs_mirror_devenv import postgres
+from lakefs_mirror_devenv.postgres import (
     PostgresServer,
     ensure_postgres_binaries,
     find_postgres_bindir,
 )
-from lakefs_mirror_dagster.devenv.processes import DevenvError, pid_alive, stop_pid
+from lakefs_mirror_devenv.processes import DevenvError, pid_alive, stop_pid
 
 
 def _scalar(url: str, query: str) -> object:
@@ -182,7 +181,7 @@ def test_server_outlives_the_process_that_started_it(tmp_path: Path) -> None:
     starter = (
         "import json, sys\n"
         "from pathlib import Path\n"
-        "from lakefs_mirror_dagster.devenv.postgres import PostgresServer\n"
+        "from lakefs_mirror_devenv.postgres import PostgresServer\n"
         "s = PostgresServer.start(Path(sys.argv[1]), durable=False)\n"
         "print(json.dumps({'url': s.url, 'pid': s.pid}))\n"
     )

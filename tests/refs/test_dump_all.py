@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from lakefs_mirror_devenv.processes import stop_pid
+from lakefs_mirror_devenv.servers import start_lakefs
 
-from lakefs_mirror_dagster.devenv.processes import stop_pid
-from lakefs_mirror_dagster.devenv.servers import start_lakefs
 from lakefs_mirror_dagster.lakefs import LakeFSClient
 from lakefs_mirror_dagster.refs.manifest import load_manifest
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from lakefs_mirror_dagster.jobs import refs_migration_job
-from lakefs_mirror_dagster.resources import ReplicationResource
+from lakefs_mirror_dagster.orchestration.refs_migration import refs_migration_job
+from lakefs_mirror_dagster.orchestration.resources import ReplicationResource
 
 from .conftest import populate, read_all, snapshot
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from lakefs_mirror_devenv import Environment
 
 from lakefs_mirror_dagster.config import load_config
-from lakefs_mirror_dagster.devenv import Environment
 from lakefs_mirror_dagster.lakefs import Commit, LakeFSClient
 from lakefs_mirror_dagster.replication import ReplicationService
 from lakefs_mirror_dagster.replication.validation import read_metarange, validate_range

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from lakefs_mirror_devenv.processes import free_port
 
 from lakefs_mirror_dagster.config import ConfigError, load_config, parse_config
-from lakefs_mirror_dagster.devenv.processes import free_port
 from lakefs_mirror_dagster.lakefs import LakeFSNotFound, LakeFSUnavailable
 from lakefs_mirror_dagster.mirrors import NamespaceInUse, NamespaceOverlap
 from lakefs_mirror_dagster.replication import ReplicationError, ReplicationService

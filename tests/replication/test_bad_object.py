@@ -8,8 +8,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 import pytest
-
-from lakefs_mirror_dagster.devenv import Environment
+from lakefs_mirror_devenv import Environment
 
 from .conftest import assert_mirror_equals_source, content
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from lakefs_mirror_devenv import Environment
+from lakefs_mirror_devenv.processes import free_port
 
 from lakefs_mirror_dagster.config import load_config
-from lakefs_mirror_dagster.definitions import discover_mirrors
-from lakefs_mirror_dagster.devenv import Environment
-from lakefs_mirror_dagster.devenv.processes import free_port
 from lakefs_mirror_dagster.mirrors import MirrorState
+from lakefs_mirror_dagster.orchestration.definitions import discover_mirrors
 from lakefs_mirror_dagster.replication import ReplicationService
 
 pytestmark = pytest.mark.integration

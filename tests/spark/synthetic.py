@@ -22,8 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import crc32c
+from lakefs_mirror_devenv import MinioInstance
 
-from lakefs_mirror_dagster.devenv import MinioInstance
 from lakefs_mirror_dagster.graveler.ident import commit_id, entry_identity
 from lakefs_mirror_dagster.graveler.range_id import range_id_of_bytes
 from lakefs_mirror_dagster.graveler.sstable import ROCKSDB_MAGIC, mask_crc

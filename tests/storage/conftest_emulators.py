@@ -11,8 +11,7 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
-
-from lakefs_mirror_dagster.devenv.emulators import (
+from lakefs_mirror_devenv.emulators import (
     AzuriteServer,
     FakeGCSServer,
     start_azurite,
@@ -20,6 +19,7 @@ from lakefs_mirror_dagster.devenv.emulators import (
     stop_azurite,
     stop_fake_gcs,
 )
+
 from lakefs_mirror_dagster.storage import AzureBlockstore, GCSBlockstore
 
 MiB = 1024 * 1024

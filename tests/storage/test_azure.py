@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from lakefs_mirror_devenv import Environment
+from lakefs_mirror_devenv.emulators import AzuriteServer, start_lakefs_on_azurite
+from lakefs_mirror_devenv.processes import stop_pid
 
 from lakefs_mirror_dagster.config import load_config
-from lakefs_mirror_dagster.devenv import Environment
-from lakefs_mirror_dagster.devenv.emulators import AzuriteServer, start_lakefs_on_azurite
-from lakefs_mirror_dagster.devenv.processes import stop_pid
 from lakefs_mirror_dagster.lakefs import LakeFSClient
 from lakefs_mirror_dagster.replication import ReplicationService
 from lakefs_mirror_dagster.storage import (

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from lakefs_mirror_devenv.emulators import FakeGCSServer
 
-from lakefs_mirror_dagster.devenv.emulators import FakeGCSServer
 from lakefs_mirror_dagster.storage import (
     BucketNotFound,
     CopyTask,

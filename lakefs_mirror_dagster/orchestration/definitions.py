@@ -22,13 +22,14 @@ from collections.abc import Callable, Iterable
 import dagster as dg
 from dagster._core.definitions.definitions_load_context import DefinitionsLoadContext, DefinitionsLoadType
 
-from .config import ConfigError, ReplicationConfig, SparkConfig, ValidatorConfig
-from .mirrors import MirrorState, MirrorStore
-from .replication.storages import missing_stores
-from .resources import ReplicationResource, SparkValidatorResource, resolve_config_path
-from .sensors.commits import build_commit_sensor
-from .sensors.manager import build_mirrors_manager_sensor
-from .sensors.reload import request_reload
+from ..config import ConfigError, ReplicationConfig, SparkConfig, ValidatorConfig
+from ..mirrors import MirrorState, MirrorStore
+from ..replication.storages import missing_stores
+from .mirroring.commits import build_commit_sensor
+from .mirroring.manager import build_mirrors_manager_sensor
+from .mirroring.spark import SparkValidatorResource
+from .reload import request_reload
+from .resources import ReplicationResource, resolve_config_path
 
 __all__ = ["DEFAULT_LOCATION_NAME", "MIRRORS_METADATA_KEY", "build_definitions", "defs", "discover_mirrors"]
 
@@ -74,8 +75,8 @@ def build_definitions(
     is what the replication resource reads at run time (empty: ``$LAKEFS_MIRROR_CONFIG``).
     ``track_mirrors=False`` stops the manager sensor from comparing the active set with ``mirrors``.
     """
-    from .assets import build_branch_heads_asset, build_tags_asset
-    from .jobs import refs_migration_job
+    from .mirroring import build_branch_heads_asset, build_tags_asset
+    from .refs_migration import refs_migration_job
 
     names = sorted(set(mirrors))
     commit_interval = config.commit_sensor.process_branches_duration if config else None
@@ -116,7 +117,7 @@ def _seconds(value: object, default: int) -> int:
 
 
 def _load_config(path: str) -> ReplicationConfig | None:
-    from .config import load_config
+    from ..config import load_config
 
     try:
         return load_config(path or None)

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
-from ..assets import branch_partitions, branch_partitions_name, list_tags, mirror_asset_key, tags_asset_key, tags_digest
-from ..lakefs import LakeFSNotFound
-from ..mirrors import Mirror, MirrorState
-from ..replication import ReplicationService
+from ...lakefs import LakeFSNotFound
+from ...mirrors import Mirror, MirrorState
+from ...replication import ReplicationService
 from ..resources import ReplicationResource
+from .branch_heads import branch_partitions, branch_partitions_name, mirror_asset_key
+from .tags import list_tags, tags_asset_key, tags_digest
 
 __all__ = [
     "BranchScan",

@@ -14,11 +14,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from .config import load_config
-from .devenv import DEFAULT_REGIONS, Environment, cache_dir, environment_up
-from .devenv.environment import stop_environment
-from .lakefs import LakeFSClient
-from .replication import ReplicationService
+from lakefs_mirror_devenv import DEFAULT_REGIONS, Environment, cache_dir, environment_up
+from lakefs_mirror_devenv.environment import stop_environment
+
+from ..config import load_config
+from ..lakefs import LakeFSClient
+from ..replication import ReplicationService
 
 __all__ = ["run_demo"]
 
@@ -76,9 +77,10 @@ def _summary(src: LakeFSClient, dst: LakeFSClient) -> tuple[str, bool]:
 
 def _create_mirror_through_api(service: ReplicationService, env: Environment) -> dict[str, Any]:
     """POST the mirror to the source region's replication API, as the reference's curl command does."""
-    from .devenv.processes import free_port
-    from .service import create_app
-    from .service.server import running_server
+    from lakefs_mirror_devenv.processes import free_port
+
+    from ..service import create_app
+    from ..service.server import running_server
 
     region = env.region(SOURCE)
     body = {
@@ -106,7 +108,7 @@ def _converge_with_dagster(state_dir: Path, config_path: Path) -> str:
 
     import dagster as dg
 
-    from .sensors import run_until_converged
+    from .converge import run_until_converged
 
     logging.getLogger("dagster").setLevel(logging.WARNING)
     home = state_dir / "dagster_home"
@@ -135,7 +137,7 @@ def _history(state_dir: Path) -> str:
     """The promotions Dagster recorded, read back from its event log."""
     import dagster as dg
 
-    from .history import mirror_history
+    from ..orchestration.history import mirror_history
 
     with dg.DagsterInstance.from_config(str(state_dir / "dagster_home")) as instance:
         moves = mirror_history(instance, MIRROR, limit=10)

@@ -10,13 +10,13 @@ from typing import Any
 import dagster as dg
 from pydantic import Field, PrivateAttr
 
-from ..config import SparkConfig
-from ..mirrors import Mirror
-from ..replication import ReplicationService
-from ..replication.engine import MirrorEngine, RangeTransferer
-from ..replication.service import store_settings
-from ..spark_transfer import ThresholdTransferer, spark_transferer_for
-from ..spark_validation import SparkRangeValidator
+from ...config import SparkConfig
+from ...mirrors import Mirror
+from ...replication import ReplicationService
+from ...replication.engine import MirrorEngine, RangeTransferer
+from ...replication.service import store_settings
+from ...spark.transfer import ThresholdTransferer, spark_transferer_for
+from ...spark.validation import SparkRangeValidator
 
 __all__ = ["SparkValidatorResource", "spark_session_config"]
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import dagster as dg
 
-from .replication.validation import RangeValidation
+from ...replication.validation import RangeValidation
 
 __all__ = ["MAX_REPORTED_MISSING", "RANGES_VALIDATED", "ranges_validated_result", "ranges_validated_spec"]
 

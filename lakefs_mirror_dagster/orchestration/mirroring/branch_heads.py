@@ -12,11 +12,12 @@ from typing import Any
 
 import dagster as dg
 
-from ..checks import ranges_validated_result, ranges_validated_spec
-from ..lakefs import LakeFSClient, LakeFSNotFound
-from ..mirrors import Mirror
-from ..replication import MirrorRefMoved, MirrorSyncResult, RefResult, ReplicationService
-from ..resources import ReplicationResource, SparkValidatorResource
+from ...lakefs import LakeFSClient, LakeFSNotFound
+from ...mirrors import Mirror
+from ...replication import MirrorRefMoved, MirrorSyncResult, RefResult, ReplicationService
+from ..resources import ReplicationResource
+from .checks import ranges_validated_result, ranges_validated_spec
+from .spark import SparkValidatorResource
 
 __all__ = [
     "ASSET_PREFIX",

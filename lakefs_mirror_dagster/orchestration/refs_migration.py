@@ -32,7 +32,7 @@ from ..refs import (
     migrate_repository,
     parse_manifest,
 )
-from ..resources import ReplicationResource
+from .resources import ReplicationResource
 
 __all__ = ["RefsMigrationConfig", "refs_migration_job"]
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import dagster as dg
 
-from .assets import mirror_asset_key
-from .replication import ReplicationService
+from ..replication import ReplicationService
+from .mirroring import mirror_asset_key
 
 __all__ = ["BranchStatus", "MirrorStatus", "Promotion", "mirror_history", "status_report"]
 

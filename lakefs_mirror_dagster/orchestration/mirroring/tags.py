@@ -16,12 +16,13 @@ from typing import Any
 
 import dagster as dg
 
-from ..checks import ranges_validated_result, ranges_validated_spec
-from ..lakefs import LakeFSClient, LakeFSNotFound
-from ..replication import TransferStats
-from ..replication.engine import MirrorEngine
-from ..resources import ReplicationResource, SparkValidatorResource
+from ...lakefs import LakeFSClient, LakeFSNotFound
+from ...replication import TransferStats
+from ...replication.engine import MirrorEngine
+from ..resources import ReplicationResource
 from .branch_heads import ASSET_PREFIX
+from .checks import ranges_validated_result, ranges_validated_spec
+from .spark import SparkValidatorResource
 
 __all__ = ["build_tags_asset", "list_tags", "tags_asset_key", "tags_digest"]
 

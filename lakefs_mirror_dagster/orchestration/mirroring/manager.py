@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
-from ..assets import branch_partitions_name
-from ..mirrors import MirrorState
-from ..replication import RETIRING, ReplicationService
+from ...mirrors import MirrorState
+from ...replication import RETIRING, ReplicationService
+from ..reload import request_reload
 from ..resources import ReplicationResource
-from .reload import request_reload
+from .branch_heads import branch_partitions_name
 
 __all__ = ["MANAGER_SENSOR_NAME", "ManagerReport", "build_mirrors_manager_sensor", "reconcile_mirrors"]
 

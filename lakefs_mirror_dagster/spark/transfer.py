@@ -23,21 +23,21 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config import ReplicationConfig
-from .graveler.range_id import verify_range_file
-from .graveler.ranges import iter_entry_locations, iter_range_refs
-from .graveler.sstable import SSTableError
-from .lakefs import Commit, LakeFSClient, LakeFSError
-from .mirrors import Mirror
-from .replication.copy_plan import plan_range_copies
-from .replication.engine import MirrorEngine, RangeBatch, RangeTransferer, RangeValidator
-from .replication.failpoints import failpoint
-from .replication.results import TransferStats
-from .replication.service import ReplicationService, store_settings
-from .replication.source import ApiObjectReader, RepositorySource
-from .replication.validation import MAX_REPORTED, metadata_uri, present_entries
-from .storage import Blockstore, StorageError, TransferPool, build_blockstore
-from .storage.uri import join_namespace
+from ..config import ReplicationConfig
+from ..graveler.range_id import verify_range_file
+from ..graveler.ranges import iter_entry_locations, iter_range_refs
+from ..graveler.sstable import SSTableError
+from ..lakefs import Commit, LakeFSClient, LakeFSError
+from ..mirrors import Mirror
+from ..replication.copy_plan import plan_range_copies
+from ..replication.engine import MirrorEngine, RangeBatch, RangeTransferer, RangeValidator
+from ..replication.failpoints import failpoint
+from ..replication.results import TransferStats
+from ..replication.service import ReplicationService, store_settings
+from ..replication.source import ApiObjectReader, RepositorySource
+from ..replication.validation import MAX_REPORTED, metadata_uri, present_entries
+from ..storage import Blockstore, StorageError, TransferPool, build_blockstore
+from ..storage.uri import join_namespace
 
 __all__ = [
     "PATH_IN_PROCESS",

@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .replication.engine import RangeBatch
-from .replication.validation import RangeValidation, validate_range
-from .storage import build_blockstore
+from ..replication.engine import RangeBatch
+from ..replication.validation import RangeValidation, validate_range
+from ..storage import build_blockstore
 
 __all__ = ["SparkRangeValidator"]
 

@@ -1,0 +1,37 @@
+"""Mirroring, the Dagster way: per mirror a branch-heads asset (one partition per branch) and a tags asset, the
+blocking ``ranges_validated`` check, the commit sensor that requests runs, and the manager sensor that activates
+and retires mirrors."""
+
+from .branch_heads import (
+    ASSET_PREFIX,
+    branch_partitions,
+    branch_partitions_name,
+    build_branch_heads_asset,
+    mirror_asset_key,
+)
+from .commits import BranchScan, build_commit_sensor, commit_sensor_name, run_key, scan_branches
+from .manager import MANAGER_SENSOR_NAME, ManagerReport, build_mirrors_manager_sensor, reconcile_mirrors
+from .spark import SparkValidatorResource
+from .tags import build_tags_asset, list_tags, tags_asset_key, tags_digest
+
+__all__ = [
+    "ASSET_PREFIX",
+    "MANAGER_SENSOR_NAME",
+    "BranchScan",
+    "ManagerReport",
+    "SparkValidatorResource",
+    "branch_partitions",
+    "branch_partitions_name",
+    "build_branch_heads_asset",
+    "build_commit_sensor",
+    "build_mirrors_manager_sensor",
+    "build_tags_asset",
+    "commit_sensor_name",
+    "list_tags",
+    "mirror_asset_key",
+    "reconcile_mirrors",
+    "run_key",
+    "scan_branches",
+    "tags_asset_key",
+    "tags_digest",
+]
