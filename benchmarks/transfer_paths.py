@@ -3,7 +3,7 @@
 The same source data (region-a on MinIO, ranges of at most ``--range-size`` objects, written as
 ``tests/spark/synthetic.py`` does) is copied into fresh namespaces of region-b (local disk) twice per
 size: once by ``SparkRangeTransferer`` (local Spark, ``--master``) and once in-process (the same per-range
-code on one ``TransferPool``, as the engine's own path runs it). Each path is modelled as
+code, ``transfer_range``, on one ``TransferPool``, as the engine's own path runs it). Each path is modelled as
 ``seconds = fixed + objects / rate``; the crossover is the object count where the two lines meet, which
 is what ``spark.transfer_threshold_objects`` should be set to on such a machine. Figures, no assertions.
 
@@ -25,16 +25,12 @@ import _fixtures as fx
 from lakefs_mirror_devenv import RegionSpec
 
 from lakefs_mirror_dagster.config import SparkConfig
-from lakefs_mirror_dagster.lakefs import LakeFSClient
-from lakefs_mirror_dagster.orchestration.mirroring.spark import spark_session_config
+from lakefs_mirror_dagster.lakefs import Commit, LakeFSClient
+from lakefs_mirror_dagster.replication.engine import RangeBatch
 from lakefs_mirror_dagster.replication.results import TransferStats
 from lakefs_mirror_dagster.replication.validation import read_metarange
-from lakefs_mirror_dagster.spark.transfer import (
-    LazySparkSession,
-    SparkRangeTransferer,
-    TransferTarget,
-    local_transferer,
-)
+from lakefs_mirror_dagster.spark.session import LazySparkSession, spark_session_config
+from lakefs_mirror_dagster.spark.transfer import SparkRangeTransferer, TransferTarget, transfer_partition
 from lakefs_mirror_dagster.storage import build_blockstore
 from tests.spark.synthetic import populate_big_branch
 
@@ -49,6 +45,16 @@ def _fit(points: list[tuple[int, float]]) -> tuple[float, float]:
     sxx = sum((p[0] - mx) ** 2 for p in points)
     slope = sum((p[0] - mx) * (p[1] - my) for p in points) / sxx if sxx else 0.0
     return my - slope * mx, slope
+
+
+def _in_process(secrets: dict[str, Any], target: TransferTarget) -> Any:
+    """A Spark task's work (``transfer_partition``), run here over the whole batch."""
+
+    def run(batch: RangeBatch, commit: Commit, stats: TransferStats) -> None:
+        for summary in transfer_partition(secrets, target, commit.id, batch.items()):
+            summary.add_to(stats)
+
+    return run
 
 
 def main() -> int:
@@ -98,7 +104,7 @@ def main() -> int:
                     transferer: Any = (
                         SparkRangeTransferer(session, secrets, target, max_partitions=8)
                         if path == "spark"
-                        else local_transferer(secrets, target)
+                        else _in_process(secrets, target)
                     )
                     stats = TransferStats()
                     t0 = time.monotonic()

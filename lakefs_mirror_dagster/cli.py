@@ -66,8 +66,8 @@ def _sync(args: argparse.Namespace) -> int:
 
     session = None
     if args.spark or config.spark.transfer_enabled:  # big plans copy in Spark tasks; the session starts on first use
-        from .orchestration.mirroring.spark import spark_session_config
-        from .spark.transfer import LazySparkSession, SparkTransferService
+        from .spark.session import LazySparkSession, spark_session_config
+        from .spark.wiring import SparkTransferService
 
         session = LazySparkSession(spark_session_config(config.spark, app_name="lakefs-mirror-transfer"))
         service: ReplicationService = SparkTransferService(config, session)

@@ -6,30 +6,39 @@ from .engine import (
     MirrorRefMoved,
     RangeTransferer,
     RangeValidator,
+    RefRecorder,
     ReplicationError,
     ValidatedCache,
     in_process_validator,
 )
-from .results import MirrorSyncResult, RefResult, TransferStats
+from .range_transfer import RangeSource, RangeTransferSummary, transfer_range
+from .results import PROMOTED, MirrorSyncResult, RefAction, RefKind, RefResult, TransferStats
 from .service import RETIRING, ReplicationService
-from .source import ApiObjectReader, RepositorySource
+from .source import ApiObjectReader, RepositorySource, SourceReader
 from .storages import StorageDescription, describe_storages, missing_stores
 from .validation import RangeValidation, metadata_uri, read_metarange, validate_range
 
 __all__ = [
+    "PROMOTED",
     "RETIRING",
     "ApiObjectReader",
     "EngineSettings",
     "MirrorEngine",
     "MirrorRefMoved",
     "MirrorSyncResult",
+    "RangeSource",
+    "RangeTransferSummary",
     "RangeTransferer",
     "RangeValidation",
     "RangeValidator",
+    "RefAction",
+    "RefKind",
+    "RefRecorder",
     "RefResult",
     "ReplicationError",
     "ReplicationService",
     "RepositorySource",
+    "SourceReader",
     "StorageDescription",
     "TransferStats",
     "ValidatedCache",
@@ -38,5 +47,6 @@ __all__ = [
     "metadata_uri",
     "missing_stores",
     "read_metarange",
+    "transfer_range",
     "validate_range",
 ]

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol
 
 from ..graveler.ident import commit_id as compute_commit_id
 from ..graveler.range_id import verify_range_file
@@ -22,20 +21,15 @@ from ..graveler.records import RangeRef
 from ..lakefs import Commit, LakeFSClient, LakeFSNotFound
 from ..storage import Blockstore, ObjectStat, TransferPool
 from ..storage.uri import same_namespace
-from .copy_plan import plan_range_copies
 from .errors import ReplicationError
 from .failpoints import failpoint
+from .heads import branch_head, branch_heads, differing, tag_commits
 from .planner import CommitPlanner
-from .results import MirrorSyncResult, RefResult, TransferStats
+from .plugs import RangeBatch, RangeTransferer, RangeValidator, RefRecorder, ValidatedCache, in_process_validator
+from .range_transfer import transfer_range
+from .results import MirrorSyncResult, RefAction, RefKind, RefResult, TransferStats
 from .source import RepositorySource
-from .validation import (
-    MAX_REPORTED,
-    RangeValidation,
-    metadata_uri,
-    present_entries,
-    read_metarange,
-    validate_range,
-)
+from .validation import MAX_REPORTED, describe_failure, metadata_uri, read_metarange
 
 __all__ = [
     "EngineSettings",
@@ -44,6 +38,7 @@ __all__ = [
     "RangeBatch",
     "RangeTransferer",
     "RangeValidator",
+    "RefRecorder",
     "ReplicationError",
     "ValidatedCache",
     "in_process_validator",
@@ -56,29 +51,6 @@ class MirrorRefMoved(ReplicationError):
     """The mirror ref moved between reading it and promoting: a concurrent sync or run got there first."""
 
 
-class ValidatedCache(Protocol):
-    """Range and metarange files already validated at a destination, each with the fingerprint its file had
-    then (``MirrorStore`` implements it)."""
-
-    def validated_ranges(self, namespace: str, range_ids: Iterable[str]) -> Mapping[str, str]: ...
-
-    def mark_ranges_validated(self, namespace: str, fingerprints: Mapping[str, str]) -> int: ...
-
-    def forget_validated(self, namespace: str, range_ids: Iterable[str] | None = None) -> int: ...
-
-
-#: New range IDs, each with its base ranges: validated ranges at the destination whose keys overlap it (the
-#: ranges lakeFS rewrote into it). Entries unchanged from a base need neither a copy nor a second look.
-RangeBatch = Mapping[str, Sequence[str]]
-
-#: Validates a batch of ranges at the destination: in-process threads, or Spark tasks.
-RangeValidator = Callable[[RangeBatch], list[RangeValidation]]
-
-#: Copies the objects of a batch of new ranges (read at ``commit``) and then writes each range file whose
-#: objects all arrived; adds its counts and failures to the stats. In-process (the engine's pool) or Spark tasks.
-RangeTransferer = Callable[[RangeBatch, Commit, TransferStats], None]
-
-
 @dataclass(frozen=True)
 class EngineSettings:
     concurrency: int = 16
@@ -88,24 +60,11 @@ class EngineSettings:
     mirror_tags: bool = True
 
 
-def in_process_validator(store: Blockstore, namespace: str, *, workers: int, strict: bool) -> RangeValidator:
-    """The default validator: ``validate_range`` on a small thread pool."""
-
-    def validate(batch: RangeBatch) -> list[RangeValidation]:
-        def one(range_id: str) -> RangeValidation:
-            return validate_range(store, namespace, range_id, strict_full_addresses=strict, base_ranges=batch[range_id])
-
-        with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="validate") as pool:
-            return list(pool.map(one, batch))
-
-    return validate
-
-
 @dataclass
 class PreparedRef:
     """A ref whose commits are transferred and validated, ready to promote (or blocked, with why)."""
 
-    kind: str
+    kind: RefKind
     name: str
     target: str
     commits: list[Commit]
@@ -130,8 +89,10 @@ class MirrorEngine:
         validator: RangeValidator | None = None,
         transferer: RangeTransferer | None = None,
         destination_storage_id: str = "",
+        recorder: RefRecorder | None = None,
     ) -> None:
         self.source = source
+        self.recorder = recorder
         self.dst_storage_id = destination_storage_id
         self.destination = destination
         self.mirror_repo = mirror_repo
@@ -181,55 +142,73 @@ class MirrorEngine:
         result = MirrorSyncResult(mirror=self.mirror_repo, source_repository=self.source.repository)
         self.ensure_mirror_repository()
         page = self.settings.list_page_size
-        src_branches = {
-            r.id: r.commit_id for r in self.source.client.list_branches(self.source.repository, page_size=page)
-        }
-        dst_branches = {r.id: r.commit_id for r in self.destination.list_branches(self.mirror_repo, page_size=page)}
+        src_branches = branch_heads(self.source.client, self.source.repository, page_size=page)
+        dst_branches = branch_heads(self.destination, self.mirror_repo, page_size=page)
         wanted = set(branches) if branches is not None else None
         for name in sorted(set(src_branches) | set(dst_branches)):
             if wanted is not None and name not in wanted:
                 continue
-            result.refs.append(self.sync_ref("branch", name, src_branches.get(name), dst_branches.get(name)))
+            result.refs.append(self.sync_ref(RefKind.BRANCH, name, src_branches.get(name), dst_branches.get(name)))
         if self.settings.mirror_tags and branches is None:
-            src_tags = {r.id: r.commit_id for r in self.source.client.list_tags(self.source.repository, page_size=page)}
-            dst_tags = {r.id: r.commit_id for r in self.destination.list_tags(self.mirror_repo, page_size=page)}
-            for name in sorted(set(src_tags) | set(dst_tags)):
-                result.refs.append(self.sync_ref("tag", name, src_tags.get(name), dst_tags.get(name)))
+            result.refs.extend(self._sync_differing_tags())
         result.duration_seconds = time.monotonic() - started
         return result
+
+    def tags(self) -> tuple[dict[str, str], dict[str, str]]:
+        """Tag name -> commit ID at the source and at the mirror (empty for a mirror not created yet)."""
+        page = self.settings.list_page_size
+        src = tag_commits(self.source.client, self.source.repository, page_size=page)
+        return src, tag_commits(self.destination, self.mirror_repo, page_size=page, missing_ok=True)
+
+    def sync_tags(self) -> list[RefResult]:
+        """Every tag that differs between source and mirror created, moved or deleted (each after the same
+        transfer and validation a branch gets); tags already equal are not listed."""
+        self.ensure_mirror_repository()
+        return self._sync_differing_tags()
+
+    def _sync_differing_tags(self) -> list[RefResult]:
+        src, dst = self.tags()
+        names = differing(src, dst)
+        return [self.sync_ref(RefKind.TAG, name, src.get(name), dst.get(name)) for name in names]
 
     def sync_branch(self, branch: str) -> RefResult:
         """Bring one mirror branch to its source head (or delete it when the source branch is gone)."""
         self.ensure_mirror_repository()
-        source_head = _head_or_none(self.source.client, self.source.repository, branch)
-        mirror_head = _head_or_none(self.destination, self.mirror_repo, branch)
-        return self.sync_ref("branch", branch, source_head, mirror_head)
+        source_head = branch_head(self.source.client, self.source.repository, branch)
+        mirror_head = branch_head(self.destination, self.mirror_repo, branch)
+        return self.sync_ref(RefKind.BRANCH, branch, source_head, mirror_head)
 
     # ------------------------------------------------------------------ one ref
-    def sync_ref(self, kind: str, name: str, source_commit: str | None, mirror_commit: str | None) -> RefResult:
+    def sync_ref(self, kind: RefKind, name: str, source_commit: str | None, mirror_commit: str | None) -> RefResult:
+        """The one ref flow every caller runs: plan -> transfer -> validate -> promote (refused if the mirror
+        ref moved since ``mirror_commit`` was read) -> record. Never raises for a failure of this ref: the
+        result is ``blocked`` with the error, and the mirror ref stays where it was."""
         started = time.monotonic()
-        result = RefResult(kind, name, source_commit, mirror_commit, mirror_commit, action="unchanged")
+        kind = RefKind(kind)
+        result = RefResult(kind, name, source_commit, mirror_commit, mirror_commit, action=RefAction.UNCHANGED)
         try:
             if source_commit is None:
                 if mirror_commit is not None:
                     self._delete_ref(kind, name)
-                    result.mirror_commit, result.action = None, "deleted"
+                    result.mirror_commit, result.action = None, RefAction.DELETED
             elif source_commit != mirror_commit:
                 prepared = self.prepare(kind, name, source_commit)
                 result.stats = prepared.stats
                 if prepared.error is not None:
-                    result.action, result.error = "blocked", prepared.error
+                    result.action, result.error = RefAction.BLOCKED, prepared.error
                 else:
                     result.action = self.promote(prepared, mirror_commit)
                     result.mirror_commit = source_commit
             self.note_lag(result)
         except Exception as exc:
             log.exception("syncing %s %s of %s failed", kind, name, self.mirror_repo)
-            result.action, result.error = "blocked", f"{type(exc).__name__}: {exc}"
+            result.action, result.error = RefAction.BLOCKED, f"{type(exc).__name__}: {exc}"
         result.duration_seconds = time.monotonic() - started
+        if self.recorder is not None:
+            self.recorder(result)
         return result
 
-    def prepare(self, kind: str, name: str, target: str) -> PreparedRef:
+    def prepare(self, kind: RefKind, name: str, target: str) -> PreparedRef:
         """Transfer and validate everything ``target`` needs at the destination; promotes nothing."""
         commits = self.planner.missing_commits(target)
         stats = TransferStats(commits=len(commits))
@@ -256,10 +235,10 @@ class MirrorEngine:
             return
         commit = self.planner.source_commit(result.source_commit)
         result.source_commit_time = commit.creation_date
-        if result.action != "unchanged":
+        if result.action != RefAction.UNCHANGED:
             result.lag_seconds = max(0.0, time.time() - commit.creation_date)
 
-    def promote(self, prepared: PreparedRef, mirror_commit: str | None) -> str:
+    def promote(self, prepared: PreparedRef, mirror_commit: str | None) -> RefAction:
         """Create the commit records parents first, then point the ref at the target; returns the action
         (``created``, ``advanced`` or ``reset``). Refuses (MirrorRefMoved) when the mirror ref no longer
         points where it did when the caller read it: another run or process moved it meanwhile."""
@@ -276,7 +255,7 @@ class MirrorEngine:
             failpoint("after_commit_record")
         self.planner.mark_present(c.id for c in prepared.commits)
         failpoint("before_ref_move")
-        if prepared.kind == "branch":
+        if prepared.kind == RefKind.BRANCH:
             if mirror_commit is None:
                 self.destination.create_branch(self.mirror_repo, prepared.name, prepared.target, force=True)
             else:
@@ -286,13 +265,13 @@ class MirrorEngine:
                 self.destination.delete_tag(self.mirror_repo, prepared.name, force=True)
             self.destination.create_tag(self.mirror_repo, prepared.name, prepared.target, force=True)
         if mirror_commit is None:
-            return "created"
-        return "advanced" if self._is_ancestor_in(prepared, mirror_commit) else "reset"
+            return RefAction.CREATED
+        return RefAction.ADVANCED if self._is_ancestor_in(prepared, mirror_commit) else RefAction.RESET
 
     # ------------------------------------------------------------------ internals
-    def _mirror_ref(self, kind: str, name: str) -> str | None:
-        if kind == "branch":
-            return _head_or_none(self.destination, self.mirror_repo, name)
+    def _mirror_ref(self, kind: RefKind, name: str) -> str | None:
+        if kind == RefKind.BRANCH:
+            return branch_head(self.destination, self.mirror_repo, name)
         try:
             return self.destination.get_tag(self.mirror_repo, name)
         except LakeFSNotFound:
@@ -384,7 +363,7 @@ class MirrorEngine:
             intact.update(good)
         for v in validations:
             if not v.ok:
-                errors.append(_describe_failure(v))
+                errors.append(describe_failure(v))
         if not errors and metarange_stat is not None:
             failpoint("before_mark_validated")
             self.validated.mark_ranges_validated(self.validation_key, {metarange_id: metarange_stat.fingerprint})
@@ -395,43 +374,15 @@ class MirrorEngine:
         """The in-process ``RangeTransferer``: ranges one after another, objects on the engine's pool."""
         stats.note_path("in_process")
         for range_id, base_ranges in batch.items():
-            self._transfer_range(range_id, base_ranges, commit, stats)
-
-    def _transfer_range(self, range_id: str, base_ranges: Sequence[str], commit: Commit, stats: TransferStats) -> None:
-        """Objects of one range, then the range file itself (only after its objects were copied)."""
-        data = self.source.read_metadata("range", range_id)
-        stats.ranges_read_from_source += 1
-        sst = verify_range_file(data, range_id)
-        copies = plan_range_copies(
-            sst,
-            present=present_entries(self.dst_store, self.dst_ns, base_ranges),
-            locate=lambda key, address: self.source.object_location(commit.id, key, address),
-            destination=self.dst_store,
-            destination_namespace=self.dst_ns,
-        )
-        stats.objects_unchanged += copies.unchanged
-        stats.full_address_objects += copies.full_address_count
-        stats.full_address_examples.extend(
-            copies.full_address_examples[: MAX_REPORTED - len(stats.full_address_examples)]
-        )
-        summary = self._pool.run(copies.tasks, copies.destination_stats)
-        stats.objects_copied += summary.copied
-        stats.objects_skipped += summary.skipped
-        stats.bytes_copied += summary.bytes_copied
-        stats.note_checks(summary.checks)
-        if summary.failed:
-            stats.failed_object_count += len(summary.failed)
-            stats.failed_objects.extend(
-                failure.describe() for failure in summary.failed[: MAX_REPORTED - len(stats.failed_objects)]
+            summary = transfer_range(
+                self.source, self.dst_store, self.dst_ns, range_id, commit.id, self._pool, base_ranges=base_ranges
             )
-            return  # no range file without all of its objects
-        failpoint("before_range_file")
-        self.dst_store.write_bytes(metadata_uri(self.dst_ns, range_id), data)
-        stats.ranges_transferred += 1
-        failpoint("after_range_file")
+            summary.add_to(stats)
+            if summary.error is not None:
+                raise ReplicationError(summary.error)
 
-    def _delete_ref(self, kind: str, name: str) -> None:
-        if kind == "branch":
+    def _delete_ref(self, kind: RefKind, name: str) -> None:
+        if kind == RefKind.BRANCH:
             self.destination.delete_branch(self.mirror_repo, name, force=True)
         else:
             self.destination.delete_tag(self.mirror_repo, name, force=True)
@@ -469,25 +420,3 @@ def _verify_commit_id(commit: Commit) -> None:
         raise ReplicationError(
             f"source commit {commit.id} does not hash to its ID (fields give {computed}); refusing to replicate it"
         )
-
-
-def _describe_failure(v: RangeValidation) -> str:
-    if v.error:
-        return v.error
-    parts = []
-    if v.missing_count:
-        examples = ", ".join(v.missing[:5])
-        parts.append(f"{v.missing_count} object(s) missing, of the wrong size or with the wrong MD5, e.g. {examples}")
-    if v.strict_full_addresses and v.full_address_count:
-        parts.append(
-            f"{v.full_address_count} object(s) with full (imported) addresses, refused by strict_full_addresses, "
-            f"e.g. {', '.join(v.full_addresses[:5])}"
-        )
-    return f"range {v.range_id}: " + "; ".join(parts)
-
-
-def _head_or_none(client: LakeFSClient, repo: str, branch: str) -> str | None:
-    try:
-        return client.get_branch_head(repo, branch)
-    except LakeFSNotFound:
-        return None

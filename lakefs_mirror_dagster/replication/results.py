@@ -4,9 +4,36 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
-__all__ = ["MirrorSyncResult", "RefResult", "TransferStats"]
+__all__ = ["PROMOTED", "MirrorSyncResult", "RefAction", "RefKind", "RefResult", "TransferStats"]
+
+
+class RefKind(StrEnum):
+    """What a mirrored ref is (the values are what the CLI's JSON and the mirrors database say)."""
+
+    BRANCH = "branch"
+    TAG = "tag"
+
+
+class RefAction(StrEnum):
+    """What one sync did to a mirror ref: the one vocabulary of the CLI, the API, Dagster and its history."""
+
+    UNCHANGED = "unchanged"
+    #: The ref did not exist at the mirror and now points at the source's commit.
+    CREATED = "created"
+    #: A fast-forward: the old mirror commit is an ancestor of the new one.
+    ADVANCED = "advanced"
+    #: Moved to a commit that does not descend from the old one (the source was reset or force-moved).
+    RESET = "reset"
+    DELETED = "deleted"
+    #: Not moved: transfer or validation failed (``RefResult.error`` says why); the mirror keeps its old commit.
+    BLOCKED = "blocked"
+
+
+#: Actions after which the mirror ref points at a commit it did not point at before.
+PROMOTED = frozenset({RefAction.CREATED, RefAction.ADVANCED, RefAction.RESET})
 
 
 @dataclass
@@ -78,12 +105,12 @@ class TransferStats:
 class RefResult:
     """One branch or tag: where the source pointed, where the mirror points now, and why."""
 
-    kind: str  # "branch" | "tag"
+    kind: RefKind
     name: str
     source_commit: str | None
     mirror_commit_before: str | None
     mirror_commit: str | None
-    action: str  # created | advanced | reset | deleted | unchanged | blocked
+    action: RefAction
     stats: TransferStats = field(default_factory=TransferStats)
     source_commit_time: int | None = None
     lag_seconds: float | None = None
@@ -94,8 +121,15 @@ class RefResult:
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def promoted(self) -> bool:
+        """Whether this sync moved the mirror ref to a new commit."""
+        return self.action in PROMOTED
+
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        doc = asdict(self)
+        doc["kind"], doc["action"] = str(self.kind), str(self.action)
+        return doc
 
 
 @dataclass

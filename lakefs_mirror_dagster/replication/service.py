@@ -7,6 +7,8 @@ the three entry points cannot drift apart.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+import functools
 import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -18,7 +20,7 @@ from ..storage import Blockstore, build_blockstore
 from ..storage.uri import same_namespace
 from .engine import EngineSettings, MirrorEngine, RangeTransferer, RangeValidator, ReplicationError
 from .namespaces import check_namespace_free
-from .results import MirrorSyncResult
+from .results import MirrorSyncResult, RefAction, RefKind, RefResult
 from .source import RepositorySource
 from .storages import missing_stores
 
@@ -143,6 +145,7 @@ class ReplicationService:
             settings=self.engine_settings(),
             validator=validator,
             transferer=transferer,
+            recorder=functools.partial(self.record_ref, mirror),
         )
 
     # ------------------------------------------------------------------ mirrors
@@ -260,33 +263,28 @@ class ReplicationService:
                 log.error("mirror %s not synced in this pass: %s", mirror.name, error)
                 log.debug("mirror %s not synced", mirror.name, exc_info=True)
                 result = _not_synced(mirror, error)
-            else:
-                self.record(mirror, result)
             results.append(result)
         return results
 
-    def record(self, mirror: Mirror, result: MirrorSyncResult) -> None:
-        """Per-branch state in the mirrors database (what the API and ``status`` report)."""
-        import datetime as dt
-
-        for ref in result.refs:
-            if ref.kind != "branch":
-                continue
-            if ref.action == "deleted":
-                self.mirrors.delete_branch(mirror.id, ref.name)
-                continue
-            promoted = ref.action in ("created", "advanced", "reset")
-            self.mirrors.record_branch(
-                mirror.id,
-                ref.name,
-                source_commit_id=ref.source_commit,
-                source_commit_time=(
-                    dt.datetime.fromtimestamp(ref.source_commit_time, dt.UTC) if ref.source_commit_time else None
-                ),
-                mirrored_commit_id=ref.mirror_commit,
-                promoted_at=dt.datetime.now(dt.UTC) if promoted else None,
-                lag_seconds=ref.lag_seconds if promoted else None,
-            )
+    def record_ref(self, mirror: Mirror, ref: RefResult) -> None:
+        """A branch's state in the mirrors database (what the API and ``status`` report); every engine this
+        service builds calls it for every ref it syncs, so the CLI, the REST service and Dagster runs agree."""
+        if ref.kind != RefKind.BRANCH:
+            return
+        if ref.action == RefAction.DELETED:
+            self.mirrors.delete_branch(mirror.id, ref.name)
+            return
+        self.mirrors.record_branch(
+            mirror.id,
+            ref.name,
+            source_commit_id=ref.source_commit,
+            source_commit_time=(
+                dt.datetime.fromtimestamp(ref.source_commit_time, dt.UTC) if ref.source_commit_time else None
+            ),
+            mirrored_commit_id=ref.mirror_commit,
+            promoted_at=dt.datetime.now(dt.UTC) if ref.promoted else None,
+            lag_seconds=ref.lag_seconds if ref.promoted else None,
+        )
 
 
 def _not_synced(mirror: Mirror, error: str) -> MirrorSyncResult:

@@ -15,7 +15,7 @@ from ..lakefs import LakeFSClient, LakeFSGone, LakeFSNotFound
 from ..storage import Blockstore, ObjectInfo, ObjectNotFound, ObjectStat, ReadableStream, StorageError
 from ..storage.uri import join_namespace
 
-__all__ = ["ApiObjectReader", "RepositorySource"]
+__all__ = ["ApiObjectReader", "RepositorySource", "SourceReader"]
 
 _LAKEFS_SCHEME = "lakefs"
 
@@ -96,22 +96,25 @@ class _ResponseStream(io.RawIOBase):
         super().close()
 
 
-class RepositorySource:
-    """One source repository: its metadata files and its objects, from the API or from its store."""
+class SourceReader:
+    """Reads one source repository's range files and objects: from its store when given, else through its
+    lakeFS API. It is all a transfer needs, so a Spark task builds one for itself from plain settings."""
 
     def __init__(
         self,
-        client: LakeFSClient,
         repository: str,
         storage_namespace: str,
         *,
         store: Blockstore | None = None,
+        client: LakeFSClient | None = None,
     ) -> None:
-        self.client = client
+        if store is None and client is None:
+            raise ValueError("a source reader needs the source's store or its lakeFS client")
         self.repository = repository
         self.storage_namespace = storage_namespace
         self.store = store
-        self._api_reader = ApiObjectReader(client)
+        self._api_client = client
+        self._api_reader = ApiObjectReader(client) if client is not None else None
 
     @property
     def mode(self) -> str:
@@ -121,10 +124,27 @@ class RepositorySource:
         """Bytes of a range (``kind='range'``) or metarange (``'meta_range'``) file."""
         if self.store is not None:
             return self.store.read_bytes(join_namespace(self.storage_namespace, f"_lakefs/{file_id}"))
-        return self.client.get_metadata_object(self.repository, kind, file_id)
+        assert self._api_client is not None
+        return self._api_client.get_metadata_object(self.repository, kind, file_id)
 
     def object_location(self, commit_id: str, key: str, address: str) -> tuple[Blockstore, str]:
         """Store and URI to read one relative-address object from."""
         if self.store is not None:
             return self.store, join_namespace(self.storage_namespace, address)
+        assert self._api_reader is not None
         return self._api_reader, ApiObjectReader.uri(self.repository, commit_id, key)
+
+
+class RepositorySource(SourceReader):
+    """One source repository as the engine sees it: a ``SourceReader`` plus the lakeFS client it plans with."""
+
+    def __init__(
+        self,
+        client: LakeFSClient,
+        repository: str,
+        storage_namespace: str,
+        *,
+        store: Blockstore | None = None,
+    ) -> None:
+        super().__init__(repository, storage_namespace, store=store, client=client)
+        self.client = client

@@ -15,7 +15,15 @@ from ..graveler.sstable import SSTableError
 from ..storage import Blockstore, Check, ObjectNotFound, StorageError, at_rest_check, listed_stats
 from ..storage.uri import join_namespace
 
-__all__ = ["Entry", "RangeValidation", "metadata_uri", "present_entries", "read_metarange", "validate_range"]
+__all__ = [
+    "Entry",
+    "RangeValidation",
+    "describe_failure",
+    "metadata_uri",
+    "present_entries",
+    "read_metarange",
+    "validate_range",
+]
 
 #: (key, address, is_full, size, etag): one object of a range, as ``iter_entry_locations`` yields it.
 Entry = tuple[bytes, str, bool, int, str]
@@ -133,3 +141,19 @@ def validate_range(
     except (SSTableError, StorageError) as exc:
         result.error = f"range {range_id}: {exc}"
     return result
+
+
+def describe_failure(v: RangeValidation) -> str:
+    """One line saying why a range failed validation (with a few examples)."""
+    if v.error:
+        return v.error
+    parts = []
+    if v.missing_count:
+        examples = ", ".join(v.missing[:5])
+        parts.append(f"{v.missing_count} object(s) missing, of the wrong size or with the wrong MD5, e.g. {examples}")
+    if v.strict_full_addresses and v.full_address_count:
+        parts.append(
+            f"{v.full_address_count} object(s) with full (imported) addresses, refused by strict_full_addresses, "
+            f"e.g. {', '.join(v.full_addresses[:5])}"
+        )
+    return f"range {v.range_id}: " + "; ".join(parts)

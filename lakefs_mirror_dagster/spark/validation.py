@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..replication.engine import RangeBatch
+from ..replication.engine import RangeBatch, in_process_validator
 from ..replication.validation import RangeValidation, validate_range
 from ..storage import build_blockstore
+from .errors import SparkValidationError
 
 __all__ = ["SparkRangeValidator"]
 
@@ -85,18 +85,15 @@ class SparkRangeValidator:
         by_id = {r.range_id: r for r in results}
         missing = [rid for rid in ids if rid not in by_id]
         if missing:  # a lost task must not read as "valid"
-            raise RuntimeError(f"Spark returned no validation for {len(missing)} range(s), e.g. {missing[0]}")
+            raise SparkValidationError(f"Spark returned no validation for {len(missing)} range(s), e.g. {missing[0]}")
         return self._record(ids, [by_id[rid] for rid in ids], "spark")
 
     def _validate_here(self, batch: RangeBatch) -> list[RangeValidation]:
         store = build_blockstore(self._settings)
-        strict = self.strict_full_addresses
-
-        def one(rid: str) -> RangeValidation:
-            return validate_range(store, self.namespace, rid, strict_full_addresses=strict, base_ranges=batch[rid])
-
-        with ThreadPoolExecutor(max_workers=self.local_workers, thread_name_prefix="validate") as pool:
-            return list(pool.map(one, batch))
+        validate = in_process_validator(
+            store, self.namespace, workers=self.local_workers, strict=self.strict_full_addresses
+        )
+        return validate(batch)
 
     def _record(self, ids: list[str], results: list[RangeValidation], path: str) -> list[RangeValidation]:
         self.paths.add(path)

@@ -137,8 +137,9 @@ def test_missing_destination_object_fails_validation_and_blocks_promotion(mirror
     class LosingOneObject(SparkValidatorResource):
         """Transfer happened; one object vanishes from the destination before Spark validates."""
 
-        def validator_for(self, service, mirror):  # type: ignore[no-untyped-def]
-            inner = super().validator_for(service, mirror)
+        def engine_for(self, service, mirror):  # type: ignore[no-untyped-def]
+            engine, spark = super().engine_for(service, mirror)
+            inner = engine.validator
             store = service.destination_store(mirror.storage_id)
 
             def validate(range_ids):  # type: ignore[no-untyped-def]
@@ -147,9 +148,8 @@ def test_missing_destination_object_fails_validation_and_blocks_promotion(mirror
                 deleted.append(victim.uri)
                 return inner(range_ids)
 
-            validate.failures = inner.failures  # type: ignore[attr-defined]
-            validate.paths = inner.paths  # type: ignore[attr-defined]
-            return validate
+            engine.validator = validate
+            return engine, spark
 
     instance.add_dynamic_partitions(branch_partitions_name(name), ["main"])
     resources = {**dict(defs.resources or {}), "spark_validator": LosingOneObject(**base.__dict__)}

@@ -98,8 +98,9 @@ def test_a_tag_whose_commit_fails_validation_is_not_created(mirror_case: MirrorC
     class LosingTheSecondCommitsObject(SparkValidatorResource):
         """The second validation (tag b-bad's commit) finds the object only that commit added gone."""
 
-        def validator_for(self, service, mirror):  # type: ignore[no-untyped-def]
-            inner = super().validator_for(service, mirror)
+        def engine_for(self, service, mirror):  # type: ignore[no-untyped-def]
+            engine, spark = super().engine_for(service, mirror)
+            inner = engine.validator
             store = service.destination_store(mirror.storage_id)
             prefix = join_namespace(mirror.storage_namespace, "data/")
             seen: list[set[str]] = []
@@ -113,9 +114,8 @@ def test_a_tag_whose_commit_fails_validation_is_not_created(mirror_case: MirrorC
                 seen.append(present)
                 return inner(range_ids)
 
-            validate.failures = inner.failures  # type: ignore[attr-defined]
-            validate.paths = inner.paths  # type: ignore[attr-defined]
-            return validate
+            engine.validator = validate
+            return engine, spark
 
     resources = {**dict(defs.resources or {}), "spark_validator": LosingTheSecondCommitsObject(**base.__dict__)}
     blocked = dg.materialize([build_tags_asset(name)], instance=instance, resources=resources, raise_on_error=False)

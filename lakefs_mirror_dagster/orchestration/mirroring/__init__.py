@@ -12,7 +12,7 @@ from .branch_heads import (
 from .commits import BranchScan, build_commit_sensor, commit_sensor_name, run_key, scan_branches
 from .manager import MANAGER_SENSOR_NAME, ManagerReport, build_mirrors_manager_sensor, reconcile_mirrors
 from .spark import SparkValidatorResource
-from .tags import build_tags_asset, list_tags, tags_asset_key, tags_digest
+from .tags import build_tags_asset, tags_asset_key, tags_digest
 
 __all__ = [
     "ASSET_PREFIX",
@@ -27,7 +27,6 @@ __all__ = [
     "build_mirrors_manager_sensor",
     "build_tags_asset",
     "commit_sensor_name",
-    "list_tags",
     "mirror_asset_key",
     "reconcile_mirrors",
     "run_key",

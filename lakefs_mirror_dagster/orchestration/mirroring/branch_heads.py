@@ -1,9 +1,10 @@
 """One asset per mirror: its branch heads, partitioned by branch name.
 
-Materializing partition ``b`` means "mirror branch ``b`` now points at commit X" (or "was deleted"):
-the asset asks the engine to transfer and validate (on Spark) everything the source head needs, emits the
-blocking ``ranges_validated`` check, and only then promotes. The event log is therefore the history of
-every mirror branch, which ``history.py`` reads back.
+Materializing partition ``b`` means "mirror branch ``b`` now points at commit X" (or "was deleted"). The asset
+is one call into the engine (``MirrorEngine.sync_branch``: plan, transfer, validate on Spark, promote, record),
+then turns its result into the blocking ``ranges_validated`` check and a materialization. A branch that is not
+promoted fails the run and has no materialization, so the event log is the history of every mirror branch,
+which ``orchestration/history.py`` reads back.
 """
 
 import time
@@ -12,9 +13,8 @@ from typing import Any
 
 import dagster as dg
 
-from ...lakefs import LakeFSClient, LakeFSNotFound
 from ...mirrors import Mirror
-from ...replication import MirrorRefMoved, MirrorSyncResult, RefResult, ReplicationService
+from ...replication import RefResult
 from ..resources import ReplicationResource
 from .checks import ranges_validated_result, ranges_validated_spec
 from .spark import SparkValidatorResource
@@ -82,48 +82,23 @@ def _mirror_branch(
     started = time.monotonic()
     service = replication.service()
     mirror = replication.active_mirror(mirror_name)
-    engine, validator = spark_validator.engine_for(service, mirror)
-    engine.ensure_mirror_repository()
-    source_head = _head(service.client(mirror.source_region), mirror.source_repository, branch)
-    mirror_head = _head(service.client(mirror.destination_region), mirror.name, branch)
-    context.log.info(f"{mirror.name}/{branch}: source head {source_head}, mirror head {mirror_head}")
-
-    if source_head is None or source_head == mirror_head:
-        # Deleted at the source (delete here too), or already there: nothing to validate.
-        ref = engine.sync_ref("branch", branch, source_head, mirror_head)
-        if ref.error:
-            raise dg.Failure(f"{mirror.name}/{branch}: {ref.error}")
-        _record(service, mirror, ref)
-        yield ranges_validated_result(
-            branch=branch, target=source_head or "", error=None, failures=[], ranges_validated=0
-        )
-        yield _materialization(mirror, ref, started)
-        return
-
-    prepared = engine.prepare("branch", branch, source_head)
+    engine, spark = spark_validator.engine_for(service, mirror)
+    ref = engine.sync_branch(branch)
+    context.log.info(
+        f"{mirror.name}/{branch}: {ref.action} (source {ref.source_commit}, mirror was {ref.mirror_commit_before})"
+    )
     yield ranges_validated_result(
         branch=branch,
-        target=source_head,
-        error=prepared.error,
-        failures=validator.failures,
-        ranges_validated=prepared.stats.ranges_validated,
-        validated_on=validator.paths,
+        target=ref.source_commit or "",
+        error=ref.error,
+        ranges_validated=ref.stats.ranges_validated,
+        spark=spark,
     )
-    if prepared.error is not None:
-        blocked = RefResult("branch", branch, source_head, mirror_head, mirror_head, "blocked", prepared.stats)
-        blocked.error = prepared.error
-        _record(service, mirror, blocked)
+    if ref.error is not None:
         raise dg.Failure(
-            description=f"{mirror.name}/{branch} not promoted to {source_head}: {prepared.error}",
-            metadata={"source_commit_id": source_head, "mirror_commit_id": mirror_head or ""},
+            description=f"{mirror.name}/{branch} not promoted to {ref.source_commit}: {ref.error}",
+            metadata={"source_commit_id": ref.source_commit or "", "mirror_commit_id": ref.mirror_commit or ""},
         )
-    try:
-        action = engine.promote(prepared, mirror_head)
-    except MirrorRefMoved as exc:  # the commit sensor's run key has the mirror head: it requests a fresh run
-        raise dg.Failure(str(exc)) from exc
-    ref = RefResult("branch", branch, source_head, mirror_head, source_head, action, prepared.stats)
-    engine.note_lag(ref)
-    _record(service, mirror, ref)
     yield _materialization(mirror, ref, started)
 
 
@@ -134,7 +109,7 @@ def _materialization(mirror: Mirror, ref: RefResult, started: float) -> dg.Mater
         "source_repository": mirror.source_repository,
         "source_region": mirror.source_region,
         "branch": ref.name,
-        META_ACTION: ref.action,
+        META_ACTION: str(ref.action),
         META_SOURCE_COMMIT: ref.source_commit or "",
         META_MIRROR_COMMIT: ref.mirror_commit or "",
         META_PREVIOUS: ref.mirror_commit_before or "",
@@ -148,14 +123,3 @@ def _materialization(mirror: Mirror, ref: RefResult, started: float) -> dg.Mater
     if ref.lag_seconds is not None:
         metadata[META_LAG] = round(ref.lag_seconds, 3)
     return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(ref.mirror_commit or "deleted"))
-
-
-def _record(service: ReplicationService, mirror: Mirror, ref: RefResult) -> None:
-    service.record(mirror, MirrorSyncResult(mirror=mirror.name, source_repository=mirror.source_repository, refs=[ref]))
-
-
-def _head(client: LakeFSClient, repo: str, branch: str) -> str | None:
-    try:
-        return client.get_branch_head(repo, branch)
-    except LakeFSNotFound:
-        return None

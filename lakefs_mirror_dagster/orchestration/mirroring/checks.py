@@ -8,11 +8,14 @@ commit that was not completely present at the destination.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
 from ...replication.validation import RangeValidation
+
+if TYPE_CHECKING:
+    from ...spark.wiring import SparkUse
 
 __all__ = ["MAX_REPORTED_MISSING", "RANGES_VALIDATED", "ranges_validated_result", "ranges_validated_spec"]
 
@@ -34,15 +37,12 @@ def ranges_validated_spec(asset_key: dg.AssetKey) -> dg.AssetCheckSpec:
 
 
 def ranges_validated_result(
-    *,
-    branch: str,
-    target: str,
-    error: str | None,
-    failures: Sequence[RangeValidation],
-    ranges_validated: int,
-    validated_on: Iterable[str] = (),
+    *, branch: str, target: str, error: str | None, ranges_validated: int, spark: SparkUse
 ) -> dg.AssetCheckResult:
-    """The check's outcome for one branch promotion attempt; lists the first missing objects."""
+    """The check's outcome for one promotion attempt (``branch`` names the ref or ``(tags)``): the engine's
+    error, and the first missing objects the run's Spark validator found."""
+    failures: Sequence[RangeValidation] = spark.validator.failures if spark.validator is not None else []
+    validated_on: Iterable[str] = spark.validator.paths if spark.validator is not None else ()
     missing: list[str] = []
     for failure in failures:
         if failure.error:

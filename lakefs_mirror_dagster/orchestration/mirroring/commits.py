@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
-from ...lakefs import LakeFSNotFound
 from ...mirrors import Mirror, MirrorState
 from ...replication import ReplicationService
+from ...replication.heads import branch_heads, tag_commits
 from ..resources import ReplicationResource
 from .branch_heads import branch_partitions, branch_partitions_name, mirror_asset_key
-from .tags import list_tags, tags_asset_key, tags_digest
+from .tags import tags_asset_key, tags_digest
 
 __all__ = [
     "BranchScan",
@@ -68,17 +68,8 @@ def scan_branches(
     """Compare source and mirror branch heads for names after ``after`` (sorted), within the limits."""
     deadline = time.monotonic() + budget_seconds
     page = service.config.commit_sensor.list_branch_page_size
-    src = {
-        r.id: r.commit_id
-        for r in service.client(mirror.source_region).list_branches(mirror.source_repository, page_size=page)
-    }
-    try:
-        dst = {
-            r.id: r.commit_id
-            for r in service.client(mirror.destination_region).list_branches(mirror.name, page_size=page)
-        }
-    except LakeFSNotFound:
-        dst = {}
+    src = branch_heads(service.client(mirror.source_region), mirror.source_repository, page_size=page)
+    dst = branch_heads(service.client(mirror.destination_region), mirror.name, page_size=page, missing_ok=True)
     scan = BranchScan()
     for name in sorted(set(src) | set(dst)):
         if name <= after:
@@ -112,8 +103,12 @@ def scan_branches(
 def tags_run_request(service: ReplicationService, mirror: Mirror) -> dg.RunRequest | None:
     """One run of the mirror's tags asset when its tag set differs from the source's, else None."""
     page = service.config.commit_sensor.list_branch_page_size
-    source = tags_digest(list_tags(service.client(mirror.source_region), mirror.source_repository, page_size=page))
-    current = tags_digest(list_tags(service.client(mirror.destination_region), mirror.name, page_size=page))
+    source = tags_digest(
+        tag_commits(service.client(mirror.source_region), mirror.source_repository, page_size=page, missing_ok=True)
+    )
+    current = tags_digest(
+        tag_commits(service.client(mirror.destination_region), mirror.name, page_size=page, missing_ok=True)
+    )
     if source == current:
         return None
     return dg.RunRequest(

@@ -1,9 +1,7 @@
-"""``SparkValidatorResource``: validates replicated ranges on Spark before a branch is promoted."""
+"""``SparkValidatorResource``: Spark for the mirror assets' runs (validation, and big transfers when enabled)."""
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,36 +10,18 @@ from pydantic import Field, PrivateAttr
 
 from ...config import SparkConfig
 from ...mirrors import Mirror
-from ...replication import ReplicationService
-from ...replication.engine import MirrorEngine, RangeTransferer
-from ...replication.service import store_settings
-from ...spark.transfer import ThresholdTransferer, spark_transferer_for
-from ...spark.validation import SparkRangeValidator
+from ...replication import MirrorEngine, ReplicationService
+from ...spark.session import prepare_python_workers, spark_session_config
+from ...spark.wiring import SparkUse, ValidationOnSpark, use_spark
 
-__all__ = ["SparkValidatorResource", "spark_session_config"]
-
-_LOCAL_DEFAULTS = {
-    # Local mode stays on loopback and starts no web UI.
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
-    "spark.ui.enabled": "false",
-}
-
-
-def spark_session_config(spark: SparkConfig, *, app_name: str = "lakefs-mirror-validation") -> dict[str, str]:
-    """Session settings from the replication config's ``spark`` section (``conf`` wins over defaults)."""
-    conf: dict[str, str] = {"spark.master": spark.master, "spark.app.name": app_name}
-    if spark.master.startswith("local"):
-        conf.update(_LOCAL_DEFAULTS)
-    conf.update({str(k): str(v) for k, v in spark.conf.items()})
-    return conf
+__all__ = ["SparkValidatorResource"]
 
 
 class SparkValidatorResource(dg.ConfigurableResource):
-    """Hands the engine a ``RangeValidator`` that runs ``validate_range`` in Spark tasks.
+    """Hands a run's engine Spark validation (and Spark transfer when ``spark.transfer_enabled``).
 
     The session comes from dagster-pyspark's ``LazyPySparkResource``, built on the first ``session()`` call, so
-    it starts on the first validation, never when definitions load or a sensor ticks. It is not a nested
+    it starts on the first batch big enough, never when definitions load or a sensor ticks. It is not a nested
     resource field because that would import ``dagster_pyspark`` and ``pyspark`` (about half a second) in every
     run worker and sensor process, including the many runs that never start Spark.
     """
@@ -53,46 +33,22 @@ class SparkValidatorResource(dg.ConfigurableResource):
     )
     _pyspark: Any = PrivateAttr(default=None)
 
-    def validator_for(self, service: ReplicationService, mirror: Mirror) -> SparkRangeValidator:
-        """A fresh validator for ``mirror``'s destination store and namespace."""
-        config = service.config
-        settings = store_settings(
-            config.store_by_id(mirror.storage_id),
-            multipart_threshold=config.transfer.multipart_threshold,
-            multipart_chunk_size=config.transfer.multipart_chunk_size,
-        )
-        return SparkRangeValidator(
+    def engine_for(self, service: ReplicationService, mirror: Mirror) -> tuple[MirrorEngine, SparkUse]:
+        """The engine a run uses, with Spark wired in by the same ``use_spark`` the CLI uses."""
+        engine = service.engine_for(mirror)
+        use = use_spark(
+            service,
+            mirror,
+            engine,
             self.session,
-            settings,
-            mirror.storage_namespace,
-            strict_full_addresses=config.transfer.strict_full_addresses,
-            num_partitions=self.num_workers,
-            min_ranges=self.min_ranges,
+            transfer=service.config.spark.transfer_enabled,
+            validation=ValidationOnSpark(num_partitions=self.num_workers, min_ranges=self.min_ranges),
         )
-
-    def transferer_for(
-        self, service: ReplicationService, mirror: Mirror, *, in_process: RangeTransferer | None = None
-    ) -> ThresholdTransferer:
-        """A transferer for ``mirror`` that copies on Spark when a batch reaches ``spark.transfer_threshold_objects``.
-
-        Pass the engine's ``transfer_ranges`` as ``in_process`` for small batches. The session starts on the
-        first batch that goes to Spark, never for small commits. ``last_choice`` / ``choices`` say which ran.
-        """
-        return spark_transferer_for(service, mirror, self.session, in_process=in_process)
-
-    def engine_for(self, service: ReplicationService, mirror: Mirror) -> tuple[MirrorEngine, SparkRangeValidator]:
-        """The engine a run uses: ranges validated on Spark; objects copied on Spark too when
-        ``spark.transfer_enabled`` and a batch is big enough (small commits never start a session for it)."""
-        validator = self.validator_for(service, mirror)
-        engine = service.engine_for(mirror, validator=validator)
-        if service.config.spark.transfer_enabled:
-            engine.transferer = self.transferer_for(service, mirror, in_process=engine.transfer_ranges)
-        return engine, validator
+        return engine, use
 
     def session(self) -> Any:
         """The run's SparkSession, started on the first call."""
-        # Python workers must import this package: run them with this interpreter unless told otherwise.
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        prepare_python_workers()
         if self._pyspark is None:
             from dagster_pyspark import LazyPySparkResource
 

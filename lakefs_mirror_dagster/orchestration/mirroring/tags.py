@@ -16,15 +16,13 @@ from typing import Any
 
 import dagster as dg
 
-from ...lakefs import LakeFSClient, LakeFSNotFound
-from ...replication import TransferStats
-from ...replication.engine import MirrorEngine
+from ...replication import RefAction, RefResult, TransferStats
 from ..resources import ReplicationResource
 from .branch_heads import ASSET_PREFIX
 from .checks import ranges_validated_result, ranges_validated_spec
 from .spark import SparkValidatorResource
 
-__all__ = ["build_tags_asset", "list_tags", "tags_asset_key", "tags_digest"]
+__all__ = ["build_tags_asset", "tags_asset_key", "tags_digest"]
 
 #: How many tag names a materialization lists per action.
 MAX_LISTED = 50
@@ -32,14 +30,6 @@ MAX_LISTED = 50
 
 def tags_asset_key(mirror: str) -> dg.AssetKey:
     return dg.AssetKey([ASSET_PREFIX, mirror, "tags"])
-
-
-def list_tags(client: LakeFSClient, repo: str, *, page_size: int) -> dict[str, str]:
-    """Tag name -> commit ID (empty when the repository does not exist yet)."""
-    try:
-        return {r.id: r.commit_id for r in client.list_tags(repo, page_size=page_size)}
-    except LakeFSNotFound:
-        return {}
 
 
 def tags_digest(tags: Mapping[str, str]) -> str:
@@ -73,11 +63,29 @@ def build_tags_asset(mirror: str) -> dg.AssetsDefinition:
 
 @dataclass
 class _TagPass:
+    """The engine's tag results sorted by what happened to each tag."""
+
+    refs: list[RefResult] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
     moved: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     blocked: dict[str, str] = field(default_factory=dict)
     stats: TransferStats = field(default_factory=TransferStats)
+
+    @classmethod
+    def of(cls, refs: list[RefResult]) -> "_TagPass":
+        outcome = cls(refs=refs)
+        for ref in refs:
+            outcome.stats.add(ref.stats)
+            if ref.error is not None:
+                outcome.blocked[ref.name] = ref.error
+            elif ref.action == RefAction.DELETED:
+                outcome.deleted.append(ref.name)
+            elif ref.action == RefAction.CREATED:
+                outcome.created.append(ref.name)
+            elif ref.promoted:
+                outcome.moved.append(ref.name)
+        return outcome
 
 
 def _mirror_tags(
@@ -89,17 +97,10 @@ def _mirror_tags(
     started = time.monotonic()
     service = replication.service()
     mirror = replication.active_mirror(mirror_name)
-    page = service.config.commit_sensor.list_branch_page_size
-    engine, validator = spark_validator.engine_for(service, mirror)
-    engine.ensure_mirror_repository()
-    source = list_tags(service.client(mirror.source_region), mirror.source_repository, page_size=page)
-    current = list_tags(service.client(mirror.destination_region), mirror.name, page_size=page)
-    differing = sorted(n for n in set(source) | set(current) if source.get(n) != current.get(n))
-    context.log.info(f"{mirror.name}: {len(differing)} of {len(set(source) | set(current))} tag(s) differ")
-
-    outcome = _TagPass()
-    for name in differing:
-        _sync_tag(engine, name, source.get(name), current.get(name), outcome)
+    engine, spark = spark_validator.engine_for(service, mirror)
+    outcome = _TagPass.of(engine.sync_tags())
+    source, after = engine.tags()
+    context.log.info(f"{mirror.name}: {len(outcome.refs)} tag(s) differed, {len(outcome.blocked)} blocked")
 
     error = None
     if outcome.blocked:
@@ -108,11 +109,9 @@ def _mirror_tags(
         branch="(tags)",
         target=tags_digest(source),
         error=error,
-        failures=validator.failures,
         ranges_validated=outcome.stats.ranges_validated,
-        validated_on=validator.paths,
+        spark=spark,
     )
-    after = list_tags(service.client(mirror.destination_region), mirror.name, page_size=page)
     yield dg.MaterializeResult(
         metadata=_metadata(mirror_name, outcome, after, started),
         data_version=dg.DataVersion(tags_digest(after)),
@@ -122,20 +121,6 @@ def _mirror_tags(
             description=f"{mirror.name}: {len(outcome.blocked)} tag(s) not mirrored: {error}",
             metadata={"blocked_tags": dg.MetadataValue.json(sorted(outcome.blocked)[:MAX_LISTED])},
         )
-
-
-def _sync_tag(engine: MirrorEngine, name: str, target: str | None, current: str | None, outcome: _TagPass) -> None:
-    """Move one tag (the engine transfers and validates first); record what happened."""
-    ref = engine.sync_ref("tag", name, target, current)
-    outcome.stats.add(ref.stats)
-    if ref.error:
-        outcome.blocked[name] = ref.error
-    elif ref.action == "deleted":
-        outcome.deleted.append(name)
-    elif current is None:
-        outcome.created.append(name)
-    else:
-        outcome.moved.append(name)
 
 
 def _metadata(mirror: str, outcome: _TagPass, after: Mapping[str, str], started: float) -> dict[str, Any]:

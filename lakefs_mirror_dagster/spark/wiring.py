@@ -1,0 +1,166 @@
+"""The one function that puts Spark into a ``MirrorEngine``: ``use_spark``. The CLI (``sync --spark``, through
+``SparkTransferService``) and the Dagster resource both call it, so both paths choose and report the same way."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import ReplicationConfig
+from ..mirrors import Mirror
+from ..replication.engine import MirrorEngine, RangeTransferer, RangeValidator
+from ..replication.service import ReplicationService, store_settings
+from ..replication.source import RepositorySource
+from .choice import ThresholdTransferer, changed_object_counter
+from .transfer import SparkRangeTransferer, TransferTarget
+from .validation import SparkRangeValidator
+
+__all__ = ["SparkTransferService", "SparkUse", "ValidationOnSpark", "spark_transferer_for", "use_spark"]
+
+
+@dataclass(frozen=True)
+class ValidationOnSpark:
+    """Validate ranges in Spark tasks: spread over ``num_partitions``; batches under ``min_ranges`` stay here."""
+
+    num_partitions: int
+    min_ranges: int
+
+
+@dataclass
+class SparkUse:
+    """What ``use_spark`` put into an engine (each None when that part stays in-process)."""
+
+    transferer: ThresholdTransferer | None = None
+    validator: SparkRangeValidator | None = None
+
+
+def _sizes(config: ReplicationConfig) -> dict[str, int]:
+    return {
+        "multipart_threshold": config.transfer.multipart_threshold,
+        "multipart_chunk_size": config.transfer.multipart_chunk_size,
+    }
+
+
+def _secrets_for(service: ReplicationService, mirror: Mirror) -> dict[str, Any]:
+    """Store settings (and source API keys when the source's store is not configured) for the tasks."""
+    config = service.config
+    sizes = _sizes(config)
+    secrets: dict[str, Any] = {"destination_store": store_settings(config.store_by_id(mirror.storage_id), **sizes)}
+    src_store = config.source_store_for(mirror.source_region)
+    if src_store is not None:
+        secrets["source_store"] = store_settings(src_store, **sizes)
+    else:
+        key, secret = config.credentials_for(mirror.source_region)
+        secrets["source_lakefs"] = {
+            "endpoint": config.endpoint_for(mirror.source_region),
+            "access_key_id": key,
+            "secret_access_key": secret,
+        }
+    return secrets
+
+
+def spark_transferer_for(
+    service: ReplicationService,
+    mirror: Mirror,
+    session: Callable[[], Any],
+    *,
+    in_process: RangeTransferer,
+    threshold: int | None = None,
+    max_partitions: int | None = None,
+) -> ThresholdTransferer:
+    """The transferer for ``mirror``: Spark tasks at or above the threshold, ``in_process`` (normally the
+    engine's own ``transfer_ranges``) below it. ``threshold`` and ``max_partitions`` default to the config."""
+    config = service.config
+    src_client = service.client(mirror.source_region)
+    src_repo = src_client.get_repository(mirror.source_repository)
+    target = TransferTarget(
+        repository=mirror.source_repository,
+        source_namespace=src_repo.storage_namespace,
+        destination_namespace=mirror.storage_namespace,
+        concurrency=config.transfer.concurrency,
+    )
+    reader = RepositorySource(
+        src_client,
+        mirror.source_repository,
+        src_repo.storage_namespace,
+        store=service.source_store(mirror.source_region),
+    )
+    spark_path = SparkRangeTransferer(
+        session,
+        _secrets_for(service, mirror),
+        target,
+        max_partitions=max_partitions if max_partitions is not None else config.spark.transfer_max_partitions,
+    )
+    return ThresholdTransferer(
+        spark=spark_path,
+        in_process=in_process,
+        count_objects=changed_object_counter(
+            functools.partial(reader.read_metadata, "meta_range"),
+            functools.partial(reader.read_metadata, "range"),
+            service.destination_store(mirror.storage_id),
+            mirror.storage_namespace,
+        ),
+        threshold=threshold if threshold is not None else config.spark.transfer_threshold_objects,
+    )
+
+
+def spark_validator_for(
+    service: ReplicationService, mirror: Mirror, session: Callable[[], Any], validation: ValidationOnSpark
+) -> SparkRangeValidator:
+    """A validator for ``mirror``'s destination store and namespace whose big batches run on Spark."""
+    config = service.config
+    return SparkRangeValidator(
+        session,
+        store_settings(config.store_by_id(mirror.storage_id), **_sizes(config)),
+        mirror.storage_namespace,
+        strict_full_addresses=config.transfer.strict_full_addresses,
+        num_partitions=validation.num_partitions,
+        min_ranges=validation.min_ranges,
+        local_workers=config.validator.num_workers,
+    )
+
+
+def use_spark(
+    service: ReplicationService,
+    mirror: Mirror,
+    engine: MirrorEngine,
+    session: Callable[[], Any],
+    *,
+    transfer: bool,
+    validation: ValidationOnSpark | None,
+) -> SparkUse:
+    """Copy big batches on Spark (``transfer``) and/or validate on Spark (``validation``); the session starts
+    on the first batch that needs it, never for small commits."""
+    use = SparkUse()
+    if transfer:
+        use.transferer = spark_transferer_for(service, mirror, session, in_process=engine.transfer_ranges)
+        engine.transferer = use.transferer
+    if validation is not None:
+        use.validator = spark_validator_for(service, mirror, session, validation)
+        engine.validator = use.validator
+    return use
+
+
+class SparkTransferService(ReplicationService):
+    """A ``ReplicationService`` whose engines transfer on Spark (above the threshold): what ``sync --spark`` runs."""
+
+    def __init__(self, config: ReplicationConfig, session: Callable[[], Any], **kwargs: Any) -> None:
+        super().__init__(config, **kwargs)
+        self.session = session
+        self.transferers: dict[str, ThresholdTransferer] = {}
+
+    def engine_for(
+        self,
+        mirror: Mirror,
+        *,
+        validator: RangeValidator | None = None,
+        transferer: RangeTransferer | None = None,
+    ) -> MirrorEngine:
+        engine = super().engine_for(mirror, validator=validator, transferer=transferer)
+        if transferer is None:
+            use = use_spark(self, mirror, engine, self.session, transfer=True, validation=None)
+            assert use.transferer is not None
+            self.transferers[mirror.name] = use.transferer
+        return engine
