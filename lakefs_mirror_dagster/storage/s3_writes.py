@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from .base import ObjectStat, ReadableStream
-from .errors import SizeMismatchError, StorageError
+from .errors import StorageError
 from .s3_client import MAX_PARTS, MiB, S3Connection
 from .s3_direct import S3ErrorResponse, as_client_error
-from .streams import read_exact, strip_etag
+from .streams import read_exact, size_mismatch, strip_etag
 
 __all__ = ["S3Writes"]
 
@@ -68,11 +68,7 @@ class S3Writes(S3Connection):
     @staticmethod
     def _check_size(uri: str, expected: int | None, got: int) -> None:
         if expected is not None and got != expected:
-            got_text = f"more than {expected}" if got > expected else str(got)
-            raise SizeMismatchError(
-                f"write {uri}: expected {expected} bytes but the source delivered {got_text}; nothing was stored",
-                uri=uri,
-            )
+            raise size_mismatch(uri, expected, None if got > expected else got)
 
     def _put(self, bucket: str, key: str, uri: str, data: bytes) -> ObjectStat:
         etag: str | None
