@@ -1,0 +1,98 @@
+"""One short transaction per store operation, and what happens when two writers race.
+
+Transactions the database rolled back (busy, serialization failure, deadlock) are retried, since
+nothing was committed; a compare-and-set that lost to another writer becomes ``ConcurrentUpdate`` for a
+caller that named a generation, or a fresh attempt (``LostRace``) for one that did not.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
+
+from .engine import READ_ONLY
+from .errors import ConcurrentUpdate, MirrorsDatabaseError
+
+__all__ = ["CAS_RETRIES", "LostRace", "Transactions", "conflict"]
+
+T = TypeVar("T")
+
+_TRANSIENT_RETRIES = 5
+#: Attempts of a compare-and-set without an expected generation before giving up.
+CAS_RETRIES = 20
+
+
+class LostRace(Exception):
+    """Internal: an unconditional CAS lost to a concurrent writer and should re-read and retry."""
+
+
+class Transactions:
+    """The engine and the transaction runner that every part of ``MirrorStore`` builds on."""
+
+    _engine: Engine
+    #: "sqlite" or "postgresql".
+    dialect: str
+
+    @property
+    def url(self) -> str:
+        """The database URL with any password masked (safe to log)."""
+        return self._engine.url.render_as_string(hide_password=True)
+
+    def _insert(self, table: Any) -> Any:
+        """INSERT with the dialect's ON CONFLICT support (both SQLite and PostgreSQL have it)."""
+        if self.dialect == "postgresql":
+            return pg_dialect.insert(table)
+        return sqlite_dialect.insert(table)
+
+    def _run(self, op: Callable[[Connection], T], *, write: bool = True) -> T:
+        """Run ``op`` in one transaction, retrying only errors after which nothing was committed."""
+        delay = 0.05
+        for attempt in range(_TRANSIENT_RETRIES):
+            try:
+                with self._engine.connect() as conn:
+                    if not write:
+                        conn = conn.execution_options(**{READ_ONLY: True})
+                    with conn.begin():
+                        return op(conn)
+            except DBAPIError as exc:
+                if isinstance(exc, IntegrityError):
+                    raise
+                if not _transient(exc):
+                    if isinstance(exc, OperationalError | InterfaceError):  # down, refused, wrong password, ...
+                        raise MirrorsDatabaseError(f"mirrors database {self.url} failed: {exc.orig}") from exc
+                    raise
+                if attempt == _TRANSIENT_RETRIES - 1:
+                    raise MirrorsDatabaseError(
+                        f"mirrors database {self.url} stayed busy after {_TRANSIENT_RETRIES} attempts: {exc.orig}"
+                    ) from exc
+                time.sleep(delay)
+                delay *= 2
+        raise AssertionError("unreachable")
+
+
+def _transient(exc: DBAPIError) -> bool:
+    """Errors after which the transaction was rolled back and an identical retry can succeed."""
+    if exc.connection_invalidated:
+        return False  # the commit may or may not have happened; let the caller decide
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    if sqlstate in ("40001", "40P01", "55P03"):  # serialization failure, deadlock, lock not available
+        return True
+    message = str(exc.orig).lower()
+    return "database is locked" in message or "database is busy" in message
+
+
+def conflict(mirror_id: str, expected: int, actual: int | None) -> ConcurrentUpdate:
+    """The error for a mirror that is no longer at the generation the caller expected."""
+    now = f"it is now at generation {actual}" if actual is not None else "another writer changed it first"
+    return ConcurrentUpdate(
+        f"mirror {mirror_id!r} is no longer at generation {expected}: {now}",
+        mirror_id=mirror_id,
+        expected=expected,
+        actual=actual,
+    )

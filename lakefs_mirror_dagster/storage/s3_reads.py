@@ -1,0 +1,157 @@
+"""Reads from S3: HEAD, streamed and whole-object GET, listing.
+
+Object GET and HEAD go through the direct-request path when there is one (see ``s3_direct``), else boto3.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import botocore.exceptions
+
+from .base import ObjectInfo, ObjectStat
+from .errors import BucketNotFound, StorageAccessError
+from .s3_client import MiB, S3Connection
+from .s3_direct import S3ErrorResponse, as_client_error
+from .s3_errors import ACCESS_CODES, map_s3_error
+from .streams import strip_etag
+
+log = logging.getLogger(__name__)
+
+__all__ = ["S3Reads"]
+
+
+class _BodyReader(io.RawIOBase):
+    """Raw stream over a botocore StreamingBody that maps mid-stream network errors."""
+
+    def __init__(self, body: Any, uri: str, where: str) -> None:
+        super().__init__()
+        self._body = body
+        self._uri = uri
+        self._where = where
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        try:
+            data = self._body.read(len(buffer))
+        except Exception as exc:
+            raise map_s3_error(exc, "read", self._uri, self._where) from exc
+        n = len(data)
+        buffer[:n] = data
+        return n
+
+    def readall(self) -> bytes:
+        try:
+            return bytes(self._body.read())
+        except Exception as exc:
+            raise map_s3_error(exc, "read", self._uri, self._where) from exc
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                self._body.close()
+            finally:
+                super().close()
+
+
+class S3Reads(S3Connection):
+    """HEAD, GET and LIST of an S3 store."""
+
+    def _check_bucket(self, bucket: str, uri: str) -> None:
+        """Raise BucketNotFound if the bucket is missing, so a 404 HEAD is not mistaken for "absent"."""
+        if bucket in self._known_buckets:
+            return
+        try:
+            self._client.head_bucket(Bucket=bucket)
+        except botocore.exceptions.ClientError as exc:
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            if status == 404 or code in ("NoSuchBucket", "404", "NotFound"):
+                raise BucketNotFound(
+                    f"stat {uri}: bucket '{bucket}' does not exist at {self._where()}", uri=uri
+                ) from exc
+            if not (status == 403 or code in ACCESS_CODES):
+                raise self._error(exc, "stat", uri) from exc
+            # 403: we may read objects without s3:ListBucket; assume the bucket exists.
+        except Exception as exc:
+            raise self._error(exc, "stat", uri) from exc
+        with self._lock:
+            self._known_buckets.add(bucket)
+
+    def stat(self, uri: str) -> ObjectStat | None:
+        bucket, key = self._split(uri)
+        try:
+            head = self._head_object(bucket, key)
+        except botocore.exceptions.ClientError as exc:
+            if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 404:
+                self._check_bucket(bucket, uri)
+                return None
+            error = self._error(exc, "stat", uri)
+            if isinstance(error, StorageAccessError):
+                error = StorageAccessError(
+                    f"{error} (S3 also answers 403 for a missing object when s3:ListBucket is not granted)",
+                    uri=uri,
+                )
+            raise error from exc
+        except Exception as exc:
+            raise self._error(exc, "stat", uri) from exc
+        return ObjectStat(size=int(head["ContentLength"]), etag=strip_etag(head.get("ETag")))
+
+    def part_size(self, uri: str) -> int | None:
+        bucket, key = self._split(uri)
+        try:
+            head = self._client.head_object(Bucket=bucket, Key=key, PartNumber=1)
+        except Exception as exc:  # a hint only: the caller falls back to the common part sizes
+            log.debug("HEAD of part 1 of %s failed: %s", uri, exc)
+            return None
+        return int(head["ContentLength"]) if int(head.get("PartsCount") or 1) > 1 else None
+
+    def _head_object(self, bucket: str, key: str) -> Any:
+        if self._direct is None:
+            return self._client.head_object(Bucket=bucket, Key=key)
+        try:
+            response = self._direct.head(bucket, key)
+        except S3ErrorResponse as exc:
+            raise as_client_error(exc, "HeadObject") from exc
+        if response is None:
+            raise as_client_error(S3ErrorResponse(404, "404", "Not Found"), "HeadObject")
+        return {"ContentLength": response.headers["Content-Length"], "ETag": response.headers.get("ETag")}
+
+    def _get_body(self, uri: str) -> Any:
+        bucket, key = self._split(uri)
+        try:
+            if self._direct is None:
+                return self._client.get_object(Bucket=bucket, Key=key)["Body"]
+            try:
+                return self._direct.get(bucket, key)
+            except S3ErrorResponse as exc:
+                raise as_client_error(exc, "GetObject") from exc
+        except Exception as exc:
+            raise self._error(exc, "read", uri) from exc
+
+    def open_read(self, uri: str) -> io.BufferedReader:
+        raw = _BodyReader(self._get_body(uri), uri, self._where())
+        return io.BufferedReader(raw, buffer_size=min(self.chunk_size, MiB))
+
+    def read_bytes(self, uri: str) -> bytes:
+        with _BodyReader(self._get_body(uri), uri, self._where()) as raw:
+            return raw.readall()
+
+    def list_prefix(self, uri_prefix: str) -> Iterator[ObjectInfo]:
+        bucket, prefix = self._split(uri_prefix, object_key=False)
+        paginator = self._client.get_paginator("list_objects_v2")
+        try:
+            for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
+                for item in page.get("Contents", []):
+                    yield ObjectInfo(
+                        uri=f"s3://{bucket}/{item['Key']}",
+                        size=int(item["Size"]),
+                        etag=strip_etag(item.get("ETag")),
+                    )
+        except Exception as exc:
+            raise self._error(exc, "list", uri_prefix) from exc

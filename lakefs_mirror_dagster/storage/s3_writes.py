@@ -1,0 +1,142 @@
+"""Writes to S3: single PUTs, explicit multipart uploads, deletes.
+
+Uploads use explicit multipart calls rather than boto3's transfer manager so that memory stays bounded
+by one part per transfer (the transfer manager buffers up to ten parts per upload); a failed multipart
+upload is aborted, so S3 never exposes a partial object.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from .base import ObjectStat, ReadableStream
+from .errors import StorageError
+from .s3_client import MAX_PARTS, MiB, S3Connection
+from .s3_direct import S3ErrorResponse, as_client_error
+from .streams import read_exact, size_mismatch, strip_etag
+
+__all__ = ["S3Writes"]
+
+
+def _iter_parts(head: bytes, stream: ReadableStream, part_size: int) -> Iterator[bytes]:
+    """Parts of exactly ``part_size`` bytes (the last may be shorter), read on demand.
+
+    ``head`` is what was already read to decide on multipart. Each part is read in one piece so that
+    at most about one part is held in memory (no growing buffer, no extra copies).
+    """
+    pending = head
+    while len(pending) >= part_size:
+        yield pending[:part_size]
+        pending = pending[part_size:]
+    while True:
+        part = pending + read_exact(stream, part_size - len(pending)) if pending else read_exact(stream, part_size)
+        pending = b""
+        if not part:
+            return
+        yield part
+        if len(part) < part_size:
+            return
+
+
+class S3Writes(S3Connection):
+    """PUT, multipart upload and DELETE of an S3 store."""
+
+    def _part_size(self, size: int | None) -> int:
+        if size is None:
+            return self.multipart_chunk_size
+        needed = math.ceil(size / MAX_PARTS)
+        return max(self.multipart_chunk_size, math.ceil(needed / MiB) * MiB)
+
+    def write_stream(self, uri: str, stream: ReadableStream, size: int | None = None) -> ObjectStat:
+        bucket, key = self._split(uri)
+        if size is not None and size < 0:
+            raise ValueError(f"write {uri}: size must not be negative, got {size}")
+        if size is not None and size < self.multipart_threshold:
+            data = read_exact(stream, size + 1)
+            self._check_size(uri, size, len(data))
+            return self._put(bucket, key, uri, data)
+        head = b""
+        if size is None:
+            head = read_exact(stream, self.multipart_threshold)
+            if len(head) < self.multipart_threshold:
+                return self._put(bucket, key, uri, head)
+        return self._multipart_upload(bucket, key, uri, head, stream, size)
+
+    @staticmethod
+    def _check_size(uri: str, expected: int | None, got: int) -> None:
+        if expected is not None and got != expected:
+            raise size_mismatch(uri, expected, None if got > expected else got)
+
+    def _put(self, bucket: str, key: str, uri: str, data: bytes) -> ObjectStat:
+        etag: str | None
+        try:
+            if self._direct is None:
+                response = self._client.put_object(Bucket=bucket, Key=key, Body=data, **self._sse)  # type: ignore[arg-type]
+                etag = response.get("ETag")
+            else:
+                try:
+                    etag = self._direct.put(bucket, key, data).headers.get("ETag")
+                except S3ErrorResponse as exc:
+                    raise as_client_error(exc, "PutObject") from exc
+        except Exception as exc:
+            raise self._error(exc, "write", uri) from exc
+        return ObjectStat(size=len(data), etag=strip_etag(etag))
+
+    def _multipart_upload(
+        self, bucket: str, key: str, uri: str, head: bytes, stream: ReadableStream, size: int | None
+    ) -> ObjectStat:
+        part_size = self._part_size(size)
+        try:
+            upload_id = self._client.create_multipart_upload(Bucket=bucket, Key=key, **self._sse)["UploadId"]  # type: ignore[arg-type]
+        except Exception as exc:
+            raise self._error(exc, "write", uri) from exc
+        completed = False
+        try:
+            parts: list[dict[str, Any]] = []
+            written = 0
+            for body in _iter_parts(head, stream, part_size):
+                written += len(body)
+                if size is not None and written > size:
+                    self._check_size(uri, size, written)
+                number = len(parts) + 1
+                if number > MAX_PARTS:
+                    raise StorageError(
+                        f"write {uri}: object needs more than {MAX_PARTS} parts of {part_size} bytes; "
+                        "pass its size or raise multipart_chunk_size",
+                        uri=uri,
+                    )
+                response = self._client.upload_part(
+                    Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=body
+                )
+                parts.append({"ETag": response["ETag"], "PartNumber": number})
+                del body
+            self._check_size(uri, size, written)
+            result = self._client.complete_multipart_upload(
+                Bucket=bucket,
+                Key=key,
+                UploadId=upload_id,
+                MultipartUpload={"Parts": parts},  # type: ignore[typeddict-item]
+            )
+            completed = True
+            return ObjectStat(size=written, etag=strip_etag(result.get("ETag")))
+        except Exception as exc:
+            raise self._error(exc, "write", uri) from exc
+        finally:
+            if not completed:
+                self._abort(bucket, key, upload_id)
+
+    def write_bytes(self, uri: str, data: bytes) -> ObjectStat:
+        if len(data) < self.multipart_threshold:
+            bucket, key = self._split(uri)
+            return self._put(bucket, key, uri, bytes(data))
+        return self.write_stream(uri, io.BytesIO(data), len(data))
+
+    def delete(self, uri: str) -> None:
+        bucket, key = self._split(uri)
+        try:
+            self._client.delete_object(Bucket=bucket, Key=key)
+        except Exception as exc:
+            raise self._error(exc, "delete", uri) from exc
