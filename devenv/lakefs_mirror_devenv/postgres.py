@@ -12,23 +12,22 @@ import atexit
 import contextlib
 import hashlib
 import os
-import pwd
 import re
 import secrets
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 import psycopg
 from psycopg import sql
 
+from .postgres_install import ensure_postgres_binaries, find_postgres_bindir, say
+from .postgres_user import OsUser, own, run_as, server_env, server_os_user, user_can_use
 from .processes import DevenvError, free_port, pid_alive
 
 __all__ = [
@@ -38,174 +37,12 @@ __all__ = [
 ]
 
 _SUPERUSER = "postgres"
-_DEDICATED_OS_USER = "lmd-postgres"
 _START_TIMEOUT_S = 60.0
 _STOP_TIMEOUT_S = 30.0
 _PORT_ATTEMPTS = 3
-_APT_TIMEOUT_S = 1800
 # sun_path is 108 bytes on Linux; leave room for "/.s.PGSQL.NNNNN" and its lock file.
 _MAX_SOCKET_DIR_LEN = 80
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-# Debian's postgresql-common reads this directory; our file stops it creating a default cluster.
-CREATECLUSTER_CONF_DIR = Path("/etc/postgresql-common/createcluster.d")
-_apt_updated = False
-
-
-def _say(message: str) -> None:
-    """Progress goes to stderr so users see what is installed or started on their machine."""
-    print(f"[devenv.postgres] {message}", file=sys.stderr, flush=True)
-
-
-def _has_server(bindir: Path) -> bool:
-    return all((bindir / exe).is_file() and os.access(bindir / exe, os.X_OK) for exe in ("initdb", "postgres"))
-
-
-def _version_key(path: Path) -> tuple[int, ...]:
-    """Numeric sort key for ``/usr/lib/postgresql/<version>/bin`` so 15 beats 9.6."""
-    return tuple(int(p) for p in re.findall(r"\d+", path.parent.name)) or (0,)
-
-
-def find_postgres_bindir() -> Path | None:
-    """The directory holding ``initdb`` and ``postgres``, or None if no server is installed.
-
-    ``pg_config`` alone is not trusted: on Debian it ships with libpq-dev and names a server directory
-    that may not exist, so every candidate must really contain the server binaries.
-    """
-    candidates: list[Path] = []
-    pg_config = shutil.which("pg_config")
-    if pg_config:
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            out = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, timeout=30, check=True)
-            candidates.append(Path(out.stdout.strip()))
-    candidates.extend(sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=_version_key, reverse=True))
-    initdb = shutil.which("initdb")
-    if initdb:
-        candidates.append(Path(initdb).resolve().parent)
-    for candidate in candidates:
-        if _has_server(candidate):
-            return candidate
-    return None
-
-
-def ensure_postgres_binaries(*, install: bool = True) -> Path:
-    """The server binaries' directory, installing Debian's ``postgresql`` package when they are missing.
-
-    Idempotent: nothing is installed when a server is already there. The package's default cluster is
-    not created (no stray server on port 5432); ours are private to each ``PostgresServer``.
-    """
-    global _apt_updated
-    found = find_postgres_bindir()
-    if found is not None:
-        return found
-    if not install:
-        raise DevenvError("PostgreSQL server binaries (initdb, postgres) not found and installing is disabled")
-    apt = shutil.which("apt-get")
-    if apt is None:
-        raise DevenvError(
-            "PostgreSQL server binaries (initdb, postgres) not found and apt-get is not available; "
-            "install a PostgreSQL server (>= 12) so that `pg_config --bindir` or "
-            "/usr/lib/postgresql/*/bin has them"
-        )
-    if os.geteuid() != 0:
-        raise DevenvError(
-            "PostgreSQL server binaries (initdb, postgres) not found; installing them needs root: "
-            "run `sudo apt-get install -y postgresql` and retry"
-        )
-    conf_dir = CREATECLUSTER_CONF_DIR
-    conf_dir.mkdir(parents=True, exist_ok=True)
-    (conf_dir / "lakefs-mirror-dagster.conf").write_text(
-        "# Written by lakefs-mirror-dagster: its dev/test servers are private clusters.\ncreate_main_cluster = false\n"
-    )
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    if not _apt_updated:
-        _say("PostgreSQL server not found; running `apt-get update`")
-        _run_apt([apt, "update"], env)
-        _apt_updated = True
-    _say("installing PostgreSQL server: `apt-get install -y postgresql`")
-    _run_apt([apt, "install", "-y", "--no-install-recommends", "postgresql"], env)
-    found = find_postgres_bindir()
-    if found is None:
-        raise DevenvError("`apt-get install postgresql` succeeded but no initdb/postgres binaries were found after it")
-    _say(f"PostgreSQL server installed in {found}")
-    return found
-
-
-def _run_apt(argv: list[str], env: dict[str, str]) -> None:
-    try:
-        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=_APT_TIMEOUT_S)
-    except subprocess.TimeoutExpired as exc:
-        raise DevenvError(f"`{' '.join(argv)}` did not finish within {_APT_TIMEOUT_S}s") from exc
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-20:])
-        raise DevenvError(f"`{' '.join(argv)}` failed with exit code {proc.returncode}:\n{tail}")
-
-
-@dataclass(frozen=True)
-class _OsUser:
-    """The account the server runs as (None fields = run as ourselves)."""
-
-    uid: int | None
-    gid: int | None
-    name: str
-
-
-def _server_os_user() -> _OsUser:
-    """Ourselves when not root; else ``postgres`` or a dedicated system user created on demand."""
-    if os.geteuid() != 0:
-        return _OsUser(None, None, pwd.getpwuid(os.geteuid()).pw_name)
-    for name in ("postgres", _DEDICATED_OS_USER):
-        with contextlib.suppress(KeyError):
-            entry = pwd.getpwnam(name)
-            return _OsUser(entry.pw_uid, entry.pw_gid, name)
-    useradd = shutil.which("useradd")
-    if useradd is None:
-        raise DevenvError("running as root needs an unprivileged user for PostgreSQL, but useradd is missing")
-    _say(f"creating system user {_DEDICATED_OS_USER!r} to run PostgreSQL (it refuses to run as root)")
-    proc = subprocess.run(
-        [useradd, "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
-         "--shell", "/usr/sbin/nologin", _DEDICATED_OS_USER],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    if proc.returncode not in (0, 9):  # 9: created meanwhile by someone else
-        raise DevenvError(f"useradd {_DEDICATED_OS_USER} failed: {proc.stderr.strip()}")
-    entry = pwd.getpwnam(_DEDICATED_OS_USER)
-    return _OsUser(entry.pw_uid, entry.pw_gid, _DEDICATED_OS_USER)
-
-
-def _run_as(user: _OsUser, argv: Sequence[str], *, timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        list(argv),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=_server_env(),
-        user=user.uid,
-        group=user.gid,
-        extra_groups=[] if user.uid is not None else None,
-    )
-
-
-def _server_env() -> dict[str, str]:
-    """A small environment: no PG* variables of ours leak into the server, and a locale that exists."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
-    env.update(LC_ALL="C", LANG="C")
-    return env
-
-
-def _own(path: Path, user: _OsUser, mode: int = 0o700) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    if user.uid is not None:
-        os.chown(path, user.uid, user.gid if user.gid is not None else -1)
-    path.chmod(mode)
-
-
-def _user_can_use(user: _OsUser, path: Path) -> bool:
-    """Whether the server's account can reach ``path`` (a root-only 0700 ancestor would block it)."""
-    if user.uid is None:
-        return True
-    test = shutil.which("test") or "/usr/bin/test"
-    proc = _run_as(user, [test, "-r", str(path), "-a", "-w", str(path), "-a", "-x", str(path)], timeout=30)
-    return proc.returncode == 0
 
 
 def _tail(path: Path, lines: int = 20) -> str:
@@ -268,7 +105,7 @@ class PostgresServer:
         for ident in (database, user):
             _check_ident(ident)
         bindir = ensure_postgres_binaries(install=install)
-        os_user = _server_os_user()
+        os_user = server_os_user()
         base_dir = Path(base_dir).resolve()
         base_dir.mkdir(parents=True, exist_ok=True)
         runtime, cleanup = _runtime_dir(base_dir, os_user)
@@ -277,7 +114,7 @@ class PostgresServer:
         if len(str(socket_dir)) > _MAX_SOCKET_DIR_LEN:
             socket_dir = Path(tempfile.mkdtemp(prefix="lmdpg-", dir="/tmp"))
             cleanup.append(socket_dir)
-        _own(socket_dir, os_user)
+        own(socket_dir, os_user)
         log_path = base_dir / "postgres.log"
         if not (data_dir / "PG_VERSION").exists():
             _initdb(bindir, data_dir, os_user, log_path)
@@ -314,7 +151,7 @@ class PostgresServer:
                 raise
             if stop_at_exit:
                 atexit.register(server.stop)
-            _say(f"PostgreSQL {bindir.parent.name} ready on 127.0.0.1:{port} (pid {process.pid}, data {data_dir})")
+            say(f"PostgreSQL {bindir.parent.name} ready on 127.0.0.1:{port} (pid {process.pid}, data {data_dir})")
             return server
         raise DevenvError(f"PostgreSQL could not bind a free port in {_PORT_ATTEMPTS} attempts: {last_error}")
 
@@ -429,7 +266,7 @@ def _check_ident(name: str) -> None:
         raise DevenvError(f"invalid PostgreSQL name {name!r}: use lowercase letters, digits and _ (max 63)")
 
 
-def _runtime_dir(base_dir: Path, os_user: _OsUser) -> tuple[Path, list[Path]]:
+def _runtime_dir(base_dir: Path, os_user: OsUser) -> tuple[Path, list[Path]]:
     """Where the data and socket dirs live: ``base_dir`` if the server's account can reach it.
 
     As root, ``base_dir`` often sits under a 0700 root directory (pytest's tmp dirs, ``~/.cache``) that
@@ -437,8 +274,8 @@ def _runtime_dir(base_dir: Path, os_user: _OsUser) -> tuple[Path, list[Path]]:
     dir named after ``base_dir``, linked from ``base_dir/data``; a link that is missing means a fresh
     ``base_dir``, so a leftover directory from an earlier one of the same path is wiped, not reused.
     """
-    _own(base_dir / "pg", os_user)
-    if _user_can_use(os_user, base_dir / "pg"):
+    own(base_dir / "pg", os_user)
+    if user_can_use(os_user, base_dir / "pg"):
         return base_dir / "pg", []
     shutil.rmtree(base_dir / "pg", ignore_errors=True)
     digest = hashlib.sha256(str(base_dir).encode()).hexdigest()[:16]
@@ -449,8 +286,8 @@ def _runtime_dir(base_dir: Path, os_user: _OsUser) -> tuple[Path, list[Path]]:
         if outside.is_symlink() or not outside.is_dir():
             raise DevenvError(f"{outside} exists and is not a directory; remove it")
         shutil.rmtree(outside)
-    _own(outside, os_user)
-    if not _user_can_use(os_user, outside):
+    own(outside, os_user)
+    if not user_can_use(os_user, outside):
         raise DevenvError(f"the PostgreSQL account {os_user.name!r} cannot use {outside}")
     if not linked:
         with contextlib.suppress(FileNotFoundError):
@@ -459,18 +296,18 @@ def _runtime_dir(base_dir: Path, os_user: _OsUser) -> tuple[Path, list[Path]]:
     return outside, [outside]
 
 
-def _initdb(bindir: Path, data_dir: Path, os_user: _OsUser, log_path: Path) -> None:
+def _initdb(bindir: Path, data_dir: Path, os_user: OsUser, log_path: Path) -> None:
     if data_dir.exists():  # no PG_VERSION: a half-made directory from an interrupted initdb
         shutil.rmtree(data_dir)
-    _own(data_dir, os_user)
+    own(data_dir, os_user)
     pwfile = data_dir.parent / f".pwfile-{secrets.token_hex(4)}"
     pwfile.write_text(secrets.token_hex(16) + "\n")
     if os_user.uid is not None:
         os.chown(pwfile, os_user.uid, os_user.gid if os_user.gid is not None else -1)
     pwfile.chmod(0o600)
-    _say(f"initdb {data_dir} (as OS user {os_user.name!r})")
+    say(f"initdb {data_dir} (as OS user {os_user.name!r})")
     try:
-        proc = _run_as(
+        proc = run_as(
             os_user,
             [str(bindir / "initdb"), "-D", str(data_dir), "-U", _SUPERUSER, "--pwfile", str(pwfile),
              "--auth-local=trust", "--auth-host=scram-sha-256", "--encoding=UTF8", "--locale=C", "--no-sync"],
@@ -489,7 +326,7 @@ def _launch(
     data_dir: Path,
     socket_dir: Path,
     port: int,
-    os_user: _OsUser,
+    os_user: OsUser,
     log_path: Path,
     *,
     durable: bool,
@@ -510,7 +347,7 @@ def _launch(
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=_server_env(),
+            env=server_env(),
             cwd=str(data_dir),
             start_new_session=True,
             user=os_user.uid,

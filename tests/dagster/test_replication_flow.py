@@ -11,6 +11,8 @@ import datetime as dt
 
 import dagster as dg
 import pytest
+from lakefs_mirror_devenv import Environment
+from lakefs_mirror_devenv.processes import free_port
 
 from lakefs_mirror_dagster.demo.converge import run_until_converged
 from lakefs_mirror_dagster.mirrors import MirrorState
@@ -23,7 +25,9 @@ from lakefs_mirror_dagster.orchestration.mirroring import (
     mirror_asset_key,
 )
 from lakefs_mirror_dagster.orchestration.mirroring.checks import RANGES_VALIDATED
+from lakefs_mirror_dagster.service import create_app, running_server
 from tests.replication.conftest import assert_mirror_equals_source
+from tests.service.conftest import curl
 
 from .conftest import MirrorCase
 
@@ -52,7 +56,9 @@ def _run(defs: dg.Definitions, mirror: str, branch: str, instance: dg.DagsterIns
     )
 
 
-def test_sensor_ticks_request_runs_that_mirror_every_branch(mirror_case: MirrorCase, instance) -> None:
+def test_sensor_ticks_request_runs_that_mirror_every_branch(
+    mirror_case: MirrorCase, instance, lakefs_env: Environment
+) -> None:
     case, name = mirror_case, mirror_case.mirror.name
     case.src.create_branch(case.repo, "feature", "main")
     feature_head = case.commit("feature", {"tables/u/u-0.json": 40}, "feature work")
@@ -114,6 +120,19 @@ def test_sensor_ticks_request_runs_that_mirror_every_branch(mirror_case: MirrorC
     assert record is not None and record.mirrored_commit_id == new_main
     assert record.promoted_at is not None and record.promoted_at >= before_second, "stale promotion time"
     assert record.lag_seconds == pytest.approx(history[0].lag_seconds, abs=1.0)
+    # ... and so does the REST API, read with curl as an operator would.
+    keys = lakefs_env.region("region-a")  # the source region serves its repositories' mirrors
+    with running_server(create_app(case.src_service), "127.0.0.1", free_port()) as url:
+        answer = curl(
+            f"{url}/service/replication/v1/repositories/{case.repo}/mirrors/{case.mirror.id}",
+            "-u",
+            f"{keys.access_key_id}:{keys.secret_access_key}",
+        )
+    assert answer.status == 200, answer.body
+    [served] = [b for b in answer.body["branches"] if b["branch"] == "main"]
+    assert served["mirrored_commit_id"] == new_main
+    assert dt.datetime.fromisoformat(served["promoted_at"]) >= before_second, "stale promotion time in the API"
+    assert served["lag_seconds"] == pytest.approx(history[0].lag_seconds, abs=1.0)
     assert [p.action for p in mirror_history(instance, name, "feature")] == ["deleted", "created"]
     assert [p.branch for p in mirror_history(instance, name, limit=1)] in (["main"], ["feature"])
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from lakefs_mirror_devenv import postgres
+from lakefs_mirror_devenv import postgres_install
 from lakefs_mirror_devenv.postgres import (
     PostgresServer,
     ensure_postgres_binaries,
@@ -141,9 +141,9 @@ def test_missing_binaries_are_installed_with_apt_and_failures_are_loud(
     fake_bin.mkdir()
     _script(fake_bin / "apt-get", f'echo "$*" >> {calls}\necho "apt says: $1"\nexit "${{FAKE_APT_EXIT:-0}}"')
     monkeypatch.setenv("PATH", f"{fake_bin}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setattr(postgres, "find_postgres_bindir", lambda: None)
-    monkeypatch.setattr(postgres, "CREATECLUSTER_CONF_DIR", tmp_path / "createcluster.d")
-    monkeypatch.setattr(postgres, "_apt_updated", False)
+    monkeypatch.setattr(postgres_install, "find_postgres_bindir", lambda: None)
+    monkeypatch.setattr(postgres_install, "CREATECLUSTER_CONF_DIR", tmp_path / "createcluster.d")
+    monkeypatch.setattr(postgres_install, "_apt_updated", False)
 
     with pytest.raises(DevenvError, match="installing is disabled"):
         ensure_postgres_binaries(install=False)
@@ -170,8 +170,8 @@ def test_missing_binaries_are_installed_with_apt_and_failures_are_loud(
 
 
 def test_no_apt_and_no_binaries_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(postgres, "find_postgres_bindir", lambda: None)
-    monkeypatch.setattr(postgres.shutil, "which", lambda name: None)
+    monkeypatch.setattr(postgres_install, "find_postgres_bindir", lambda: None)
+    monkeypatch.setattr(postgres_install.shutil, "which", lambda name: None)
     with pytest.raises(DevenvError, match="apt-get is not available"):
         ensure_postgres_binaries()
 
