@@ -67,6 +67,7 @@ def _target_namespace(template: str | None, repo: str, count: int) -> str | None
 
 
 def _refs_restore(args: argparse.Namespace) -> int:
+    from ..storage.uri import namespace_prefix
     from .manifest import load_manifest
     from .migrate import migrate_repository
     from .restore import check_restorable, target_storage_id
@@ -84,7 +85,7 @@ def _refs_restore(args: argparse.Namespace) -> int:
         ns = _target_namespace(args.to_namespace, m.name, len(manifests))
         sid = target_storage_id(m, storage_id=args.storage_id, ignore_storage_id=args.ignore_storage_id)
         plans.append((m, ns, sid))
-    namespaces = [(ns or m.storage_namespace).rstrip("/") for m, ns, _ in plans]
+    namespaces = [namespace_prefix(ns or m.storage_namespace) for m, ns, _ in plans]
     if len(set(namespaces)) != len(namespaces):
         raise RefsError("several manifests would be restored onto the same storage namespace")
     config, client = _client(args)

@@ -27,7 +27,7 @@ from ..storage import (
     join_namespace,
     relative_to_namespace,
 )
-from ..storage.uri import same_namespace
+from ..storage.uri import namespace_prefix, same_namespace
 from .errors import RefsError
 from .manifest import RepositoryManifest
 
@@ -92,10 +92,6 @@ def stores_for_copy(
     return source, destination
 
 
-def _prefix(namespace: str) -> str:
-    return namespace.rstrip("/") + "/"
-
-
 def remove_objects(store: Blockstore, uris: tuple[str, ...] | list[str]) -> None:
     """Delete what a copy wrote (rollback); absent objects are fine."""
     for uri in uris:
@@ -117,19 +113,19 @@ def copy_namespace(
     """
     if same_namespace(source_namespace, destination_namespace) and source is destination:
         raise RefsError(f"copy: source and target namespace are the same ({source_namespace})")
-    existing = next(iter(destination.list_prefix(_prefix(destination_namespace))), None)
+    existing = next(iter(destination.list_prefix(namespace_prefix(destination_namespace))), None)
     if existing is not None:
         raise RefsError(
             f"target namespace {destination_namespace} already holds objects (e.g. {existing.uri}) in "
             f"{destination.describe()}; choose an empty namespace"
         )
-    if next(iter(source.list_prefix(_prefix(source_namespace))), None) is None:
+    if next(iter(source.list_prefix(namespace_prefix(source_namespace))), None) is None:
         raise RefsError(
             f"old namespace {source_namespace} holds no objects in {source.describe()}: wrong namespace or store?"
         )
 
     def tasks() -> Iterator[CopyTask]:
-        for obj in source.list_prefix(_prefix(source_namespace)):
+        for obj in source.list_prefix(namespace_prefix(source_namespace)):
             relative = relative_to_namespace(source_namespace, obj.uri)
             if relative is None:  # pragma: no cover - list_prefix only yields URIs under the prefix
                 continue

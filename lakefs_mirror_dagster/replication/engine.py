@@ -20,10 +20,10 @@ from ..graveler.ranges import iter_range_refs
 from ..graveler.records import RangeRef
 from ..lakefs import Commit, LakeFSClient, LakeFSNotFound
 from ..storage import Blockstore, ObjectStat, TransferPool
-from ..storage.uri import same_namespace
 from .errors import ReplicationError
 from .failpoints import failpoint
 from .heads import branch_head, branch_heads, differing, tag_commits
+from .namespaces import is_mirror_repository
 from .planner import CommitPlanner
 from .plugs import RangeBatch, RangeTransferer, RangeValidator, RefRecorder, ValidatedCache, in_process_validator
 from .range_transfer import transfer_range
@@ -129,7 +129,7 @@ class MirrorEngine:
                 storage_id=self.dst_storage_id,
             )
             return
-        if not existing.read_only or not same_namespace(existing.storage_namespace, self.dst_ns):
+        if not is_mirror_repository(existing, self.dst_ns):
             raise ReplicationError(
                 f"repository {self.mirror_repo} already exists at {self.destination.endpoint} "
                 f"(namespace {existing.storage_namespace}, read_only={existing.read_only}) and is not this mirror"

@@ -13,7 +13,7 @@ from ..lakefs import Repository
 from ..mirrors import Mirror, NamespaceInUse, NamespaceOverlap
 from ..storage.uri import namespaces_overlap, same_namespace
 
-__all__ = ["check_namespace_free"]
+__all__ = ["check_namespace_free", "is_mirror_repository"]
 
 
 def check_namespace_free(
@@ -40,3 +40,10 @@ def check_namespace_free(
                 f"storage namespace {namespace} {relation} {other}, the namespace of {kind} {name} in {where}; "
                 "namespaces must not nest (a listing of the outer one would reach the inner one's objects)"
             )
+
+
+def is_mirror_repository(repo: Repository, mirror_namespace: str) -> bool:
+    """Whether ``repo`` is the repository of a mirror on ``mirror_namespace``: read-only and on that namespace.
+    A repository with the mirror's name that is writable or elsewhere is someone else's; it is never used,
+    moved or deleted as the mirror's."""
+    return repo.read_only and same_namespace(repo.storage_namespace, mirror_namespace)

@@ -17,9 +17,8 @@ from ..config import ReplicationConfig, Secret, StoreConfig
 from ..lakefs import LakeFSClient, LakeFSNotFound
 from ..mirrors import Mirror, MirrorsDatabaseError, MirrorState, MirrorStore
 from ..storage import Blockstore, build_blockstore
-from ..storage.uri import same_namespace
 from .engine import EngineSettings, MirrorEngine, RangeTransferer, RangeValidator, ReplicationError
-from .namespaces import check_namespace_free
+from .namespaces import check_namespace_free, is_mirror_repository
 from .results import MirrorSyncResult, RefAction, RefKind, RefResult
 from .source import RepositorySource
 from .storages import missing_stores
@@ -233,7 +232,7 @@ class ReplicationService:
         except LakeFSNotFound:
             repo = None
         if repo is not None:
-            if not repo.read_only or not same_namespace(repo.storage_namespace, mirror.storage_namespace):
+            if not is_mirror_repository(repo, mirror.storage_namespace):
                 raise ReplicationError(f"repository {mirror.name} is not this mirror's; not deleting it")
             client.delete_repository(mirror.name, force=True)
         self.mirrors.delete_mirror(mirror.id)

@@ -15,6 +15,7 @@ from .errors import InvalidStorageURI
 __all__ = [
     "StorageURI",
     "join_namespace",
+    "namespace_prefix",
     "namespaces_overlap",
     "parse_uri",
     "relative_to_namespace",
@@ -100,19 +101,24 @@ def relative_to_namespace(namespace: str, uri: str) -> str | None:
     """
     parse_uri(namespace)
     parse_uri(uri)
-    base = namespace.rstrip("/") + "/"
+    base = namespace_prefix(namespace)
     if not uri.startswith(base) or len(uri) == len(base):
         return None
     return uri[len(base) :]
 
 
+def namespace_prefix(namespace: str) -> str:
+    """The namespace as a listing prefix: exactly one trailing ``/``, so ``ns`` never matches ``ns-other``."""
+    return namespace.rstrip("/") + "/"
+
+
 def same_namespace(a: str, b: str) -> bool:
     """Whether two storage namespaces name the same place (a trailing ``/`` does not count)."""
-    return a.rstrip("/") == b.rstrip("/")
+    return namespace_prefix(a) == namespace_prefix(b)
 
 
 def namespaces_overlap(a: str, b: str) -> bool:
     """Whether one namespace is the other or lies inside it: a listing of the outer one (garbage collection,
     a cleanup, a scrub) would then reach the inner one's objects."""
-    outer, inner = sorted((a.rstrip("/") + "/", b.rstrip("/") + "/"), key=len)
+    outer, inner = sorted((namespace_prefix(a), namespace_prefix(b)), key=len)
     return inner.startswith(outer)
