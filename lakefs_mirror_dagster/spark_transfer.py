@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import ReplicationConfig
+from .errors import LakeFSMirrorError
 from .graveler.range_id import verify_range_file
 from .graveler.ranges import iter_entry_locations, iter_range_refs
 from .graveler.sstable import SSTableError
@@ -64,7 +65,7 @@ PATH_SPARK = "spark"
 PATH_IN_PROCESS = "in_process"
 
 
-class SparkTransferError(RuntimeError):
+class SparkTransferError(LakeFSMirrorError, RuntimeError):
     """Spark could not transfer a batch of ranges (a task crashed, or a range file was unreadable)."""
 
 

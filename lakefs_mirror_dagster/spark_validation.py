@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .replication.engine import RangeBatch
+from .replication.errors import ReplicationError
 from .replication.validation import RangeValidation, validate_range
 from .storage import build_blockstore
 
@@ -85,7 +86,7 @@ class SparkRangeValidator:
         by_id = {r.range_id: r for r in results}
         missing = [rid for rid in ids if rid not in by_id]
         if missing:  # a lost task must not read as "valid"
-            raise RuntimeError(f"Spark returned no validation for {len(missing)} range(s), e.g. {missing[0]}")
+            raise ReplicationError(f"Spark returned no validation for {len(missing)} range(s), e.g. {missing[0]}")
         return self._record(ids, [by_id[rid] for rid in ids], "spark")
 
     def _validate_here(self, batch: RangeBatch) -> list[RangeValidation]:

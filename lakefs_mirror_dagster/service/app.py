@@ -22,6 +22,7 @@ from fastapi.security import HTTPBasic, HTTPBasicCredentials
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..config import ConfigError
+from ..errors import LakeFSMirrorError
 from ..lakefs import LakeFSBadRequest, LakeFSError, LakeFSNotFound, LakeFSUnauthorized, LakeFSUnavailable
 from ..mirrors import (
     ConcurrentUpdate,
@@ -47,7 +48,7 @@ API_PREFIX = "/service/replication/v1"
 REALM = 'Basic realm="lakefs-mirror", charset="UTF-8"'
 
 
-class ApiError(Exception):
+class ApiError(LakeFSMirrorError):
     """An error answer: HTTP status and the message the caller sees."""
 
     def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
