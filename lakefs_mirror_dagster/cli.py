@@ -355,30 +355,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; an expected failure (any ``LakeFSMirrorError``, or an OS error such as a missing
+    file) is one line on stderr and exit status 2, never a traceback."""
     from .config import ConfigError
-    from .graveler.sstable import SSTableError
-    from .lakefs import LakeFSError
-    from .mirrors import MirrorsDatabaseError
-    from .replication import ReplicationError
-    from .storage import StorageError
+    from .errors import LakeFSMirrorError
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except ConfigError as exc:
-        print(f"lakefs-mirror: config: {exc}", file=sys.stderr)
+    except (LakeFSMirrorError, OSError) as exc:
+        topic = "config: " if isinstance(exc, ConfigError) else ""
+        print(f"lakefs-mirror: {topic}{_one_line(exc)}", file=sys.stderr)
         return 2
-    except (
-        LakeFSError,
-        MirrorsDatabaseError,
-        ReplicationError,
-        StorageError,
-        SSTableError,
-        OSError,
-    ) as exc:
-        print(f"lakefs-mirror: {exc}", file=sys.stderr)
-        return 2
+
+
+def _one_line(exc: BaseException) -> str:
+    """The exception's message on one line (a message quoting a server's or a log's output may span several)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return " | ".join(lines) or type(exc).__name__
 
 
 if __name__ == "__main__":

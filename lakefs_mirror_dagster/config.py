@@ -36,6 +36,8 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from .errors import LakeFSMirrorError
+
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
@@ -94,7 +96,7 @@ _REDACTED = "**********"
 # --------------------------------------------------------------------------------------------------------
 
 
-class ConfigError(ValueError):
+class ConfigError(LakeFSMirrorError, ValueError):
     """One configuration problem; ``path`` is the dotted field path it concerns ("" when none applies)."""
 
     def __init__(self, problem: str, *, path: str = "", origin: str = "") -> None:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from lakefs_mirror_dagster.cli import main
+from tests.cli_process import run_cli
+from tests.graveler.sstable_writer import encode_entry, write_lakefs_file
 from tests.shared_fixtures import SSTABLE_FIXTURES
 
 FIXTURES = SSTABLE_FIXTURES
@@ -37,3 +40,37 @@ def test_bad_config_names_the_field(tmp_path: Path, capsys: pytest.CaptureFixtur
     cfg.write_text("region: r1\norganization_id: o\nregional_endpoint: http://127.0.0.1:1\nlistn_address: x\n")
     assert main(["--config", str(cfg), "sync", "--once"]) == 2
     assert "listn_address" in capsys.readouterr().err
+
+
+def _corrupt_record_file(path: Path) -> list[str]:
+    bad_entry = encode_entry("data/x", 5) + b"\x0a\x7f"  # the address's length runs past the message
+    path.write_bytes(write_lakefs_file([(b"a", bytes(32), bad_entry)]).data)
+    return ["sst", "cat", str(path)]
+
+
+def _bad_config_value(path: Path) -> list[str]:
+    path.write_text("region: r1\norganization_id: o\nregional_endpoint: ftp://127.0.0.1:1\n")
+    return ["--config", str(path), "sync", "--once"]
+
+
+def _missing_file(path: Path) -> list[str]:
+    return ["sst", "cat", str(path)]
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (_corrupt_record_file, "record b'a': catalog.Entry: field 1 overruns"),
+        (_bad_config_value, "lakefs-mirror: config: regional_endpoint: 'ftp://127.0.0.1:1'"),
+        (_missing_file, "No such file"),
+    ],
+    ids=["corrupt-record", "bad-config-value", "missing-file"],
+)
+def test_expected_failure_is_one_line_and_status_2(
+    tmp_path: Path, command: Callable[[Path], list[str]], expected: str
+) -> None:
+    done = run_cli(*command(tmp_path / "input"), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("lakefs-mirror: ") and expected in line

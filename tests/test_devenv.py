@@ -10,6 +10,7 @@ from lakefs_mirror_devenv import DevenvError, parse_region_spec
 from lakefs_mirror_devenv.processes import pid_alive
 
 from lakefs_mirror_dagster.cli import main
+from tests.cli_process import run_cli
 
 
 def test_up_status_down_leaves_no_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -37,3 +38,13 @@ def test_up_status_down_leaves_no_process(tmp_path: Path, capsys: pytest.Capture
 def test_bad_region_spec_is_a_clear_error() -> None:
     with pytest.raises(DevenvError, match="bad region spec"):
         parse_region_spec("x=ftp")
+
+
+def test_region_name_that_cannot_be_a_bucket_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    state = tmp_path / "env"
+    done = run_cli("devenv", "up", "--state-dir", str(state), "--region", "a=s3:m1", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("lakefs-mirror: region 'a' on s3:m1") and "3-63 lowercase letters" in line
+    assert not state.exists()  # no MinIO was started (it would have written its data there)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import time
@@ -36,6 +37,9 @@ __all__ = [
 ]
 
 STATE_FILE = "environment.json"
+# S3's bucket naming rule, which MinIO enforces too; a region on MinIO stores its data in a bucket of its name.
+_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_BUCKET_RULE = "3-63 lowercase letters, digits, dots and hyphens, beginning and ending with a letter or digit, no '..'"
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,14 @@ class RegionSpec:
 
     name: str
     storage: str = "local"
+
+    def __post_init__(self) -> None:
+        """Refuse a MinIO region whose name cannot be a bucket name before any server starts."""
+        if self.minio is not None and (not _BUCKET_NAME.match(self.name) or ".." in self.name):
+            raise DevenvError(
+                f"region {self.name!r} on {self.storage}: its bucket is named after the region, and a bucket "
+                f"name must be {_BUCKET_RULE}"
+            )
 
     @property
     def minio(self) -> str | None:

@@ -17,6 +17,8 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from lakefs_mirror_dagster.errors import LakeFSMirrorError
+
 __all__ = [
     "DevenvError",
     "free_port",
@@ -27,7 +29,7 @@ __all__ = [
 ]
 
 
-class DevenvError(RuntimeError):
+class DevenvError(LakeFSMirrorError, RuntimeError):
     """A dev-environment step failed; the message says which and where its log is."""
 
 

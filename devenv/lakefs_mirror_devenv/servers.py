@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from .build import ensure_lakefs_binary, ensure_minio_binary
-from .processes import free_port, start_process, stop_pid, wait_http_ok
+from .processes import DevenvError, free_port, start_process, stop_pid, wait_http_ok
 
 __all__ = ["LakeFSRegion", "MinioInstance", "path_style_s3_client", "start_lakefs", "start_lakefs_on", "start_minio"]
 
@@ -45,11 +45,16 @@ class MinioInstance:
         return path_style_s3_client(self.endpoint, self.access_key, self.secret_key, read_timeout=read_timeout)
 
     def make_bucket(self, name: str) -> str:
-        """Create ``name`` unless it exists; returns it."""
+        """Create ``name`` unless it exists; returns it (a refusal is a ``DevenvError`` naming the bucket)."""
+        import botocore.exceptions
+
         client = self.s3_client()
-        existing = {b["Name"] for b in client.list_buckets().get("Buckets", [])}
-        if name not in existing:
-            client.create_bucket(Bucket=name)
+        try:
+            existing = {b["Name"] for b in client.list_buckets().get("Buckets", [])}
+            if name not in existing:
+                client.create_bucket(Bucket=name)
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as exc:
+            raise DevenvError(f"MinIO {self.name} ({self.endpoint}) cannot create bucket {name!r}: {exc}") from exc
         return name
 
 

@@ -18,6 +18,7 @@ from lakefs_mirror_devenv import DEFAULT_REGIONS, Environment, cache_dir, enviro
 from lakefs_mirror_devenv.environment import stop_environment
 
 from ..config import load_config
+from ..errors import LakeFSMirrorError
 from ..lakefs import LakeFSClient
 from ..replication import ReplicationService
 
@@ -120,7 +121,7 @@ def _converge_with_dagster(state_dir: Path, config_path: Path) -> str:
             instance, config_path=str(config_path), max_rounds=10, timeout_seconds=300, log_level="WARNING"
         )
     if not result.converged or result.failed:
-        raise RuntimeError(f"Dagster did not converge the mirror: {result}")
+        raise LakeFSMirrorError(f"Dagster did not converge the mirror: {result}")
     return f"{len(result.runs)} partitioned run(s) in {result.rounds} sensor round(s)"
 
 

@@ -5,8 +5,9 @@ No I/O: every function takes bytes (or an :class:`SSTable` parsed from bytes). S
 """
 
 from .addresses import KNOWN_SCHEMES, AddressType, address_is_full
+from .errors import GravelerError, ProtoError, RangeIdMismatchError, RecordError, SSTableError, VarintError
 from .ident import IdentityWriter, commit_id, entry_identity, entry_identity_legacy, parents_identity
-from .range_id import RangeIdMismatchError, compute_range_id, range_id_of_bytes, verify_range_file
+from .range_id import compute_range_id, range_id_of_bytes, verify_range_file
 from .ranges import (
     FILE_TYPE_METARANGES,
     FILE_TYPE_RANGES,
@@ -23,7 +24,6 @@ from .records import (
     CommitData,
     Entry,
     RangeRef,
-    RecordError,
     TagData,
     decode_branch_data,
     decode_commit_data,
@@ -34,8 +34,8 @@ from .records import (
     split_value,
 )
 from .render import describe_sst, format_sst
-from .sstable import SSTable, SSTableError
-from .varint import VarintError, decode_uvarint, decode_varint, encode_uvarint, encode_varint
+from .sstable import SSTable
+from .varint import decode_uvarint, decode_varint, encode_uvarint, encode_varint
 
 __all__ = [
     "FILE_TYPE_METARANGES",
@@ -45,7 +45,9 @@ __all__ = [
     "BranchData",
     "CommitData",
     "Entry",
+    "GravelerError",
     "IdentityWriter",
+    "ProtoError",
     "RangeIdMismatchError",
     "RangeRef",
     "RecordError",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
+from .errors import ProtoError
 from .varint import VarintError, decode_uvarint
 
 __all__ = [
@@ -36,10 +37,6 @@ _U64 = struct.Struct("<Q")
 _INT64_SIGN = 1 << 63
 _UINT64_RANGE = 1 << 64
 _INT32_SIGN = 1 << 31
-
-
-class ProtoError(ValueError):
-    """Malformed protobuf bytes."""
 
 
 FieldValue = int | bytes

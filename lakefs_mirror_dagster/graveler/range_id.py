@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import hashlib
 
+from .errors import RangeIdMismatchError
 from .ident import IdentityWriter
-from .sstable import SSTable, SSTableError
+from .sstable import SSTable
 
 __all__ = [
     "WRITER_ADDED_PROPERTIES",
@@ -23,10 +24,6 @@ __all__ = [
 # Added by lakeFS's writer at Close, after the metadata that goes into the ID was hashed.
 WRITER_ADDED_PROPERTIES = frozenset({b"min_key", b"max_key", b"count", b"estimated_size_bytes"})
 _BATCH = 256
-
-
-class RangeIdMismatchError(SSTableError):
-    """The file decodes, but its content does not hash to the ID it is stored (or referenced) under."""
 
 
 def compute_range_id(sst: SSTable) -> str:

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .addresses import AddressType, address_is_full
+from .errors import ProtoError, RecordError, VarintError
 from .ident import commit_id, entry_identity, entry_identity_legacy
 from .protowire import (
-    ProtoError,
     as_bool,
     as_bytes,
     as_int32,
@@ -24,7 +24,7 @@ from .protowire import (
     decode_timestamp,
     iter_fields,
 )
-from .varint import VarintError, decode_uvarint, encode_varint, zigzag_decode
+from .varint import decode_uvarint, encode_varint, zigzag_decode
 
 __all__ = [
     "MAX_VALUE_COMPONENT",
@@ -47,10 +47,6 @@ __all__ = [
 MAX_VALUE_COMPONENT = 640 << 16
 _INT64_SIGN = 1 << 63
 _UINT64_RANGE = 1 << 64
-
-
-class RecordError(ValueError):
-    """A record's value is not what lakeFS writes (bad varint, bad length, bad protobuf)."""
 
 
 def _timestamp(seconds: int, nanos: int) -> dt.datetime:

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 import cramjam
 import crc32c
 
-from .varint import VarintError, decode_uvarint
+from .errors import SSTableError, VarintError
+from .varint import decode_uvarint
 
 __all__ = [
     "FOOTER_SIZE",
@@ -52,10 +53,6 @@ _CRC_MASK_DELTA = 0xA282EAD8
 
 BlockHandle = tuple[int, int]
 """(offset, length without the 5-byte trailer)."""
-
-
-class SSTableError(ValueError):
-    """The bytes are not a readable lakeFS sstable; the message says what is wrong and where."""
 
 
 def mask_crc(crc: int) -> int:

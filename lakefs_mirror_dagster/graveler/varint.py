@@ -6,6 +6,8 @@ without slicing it.
 
 from __future__ import annotations
 
+from .errors import VarintError
+
 __all__ = [
     "VarintError",
     "decode_uvarint",
@@ -18,10 +20,6 @@ __all__ = [
 
 _MAX_VARINT_LEN = 10
 _UINT64_LIMIT = 1 << 64
-
-
-class VarintError(ValueError):
-    """A varint runs past the end of its buffer or is longer than 64 bits."""
 
 
 def decode_uvarint(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[int, int]:

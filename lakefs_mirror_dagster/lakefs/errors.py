@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from ..errors import LakeFSMirrorError
+
 __all__ = [
     "LakeFSBadRequest",
     "LakeFSConflict",
@@ -17,7 +19,7 @@ __all__ = [
 ]
 
 
-class LakeFSError(RuntimeError):
+class LakeFSError(LakeFSMirrorError, RuntimeError):
     """A lakeFS request failed. ``status`` is the HTTP status (0 when the server was unreachable)."""
 
     def __init__(self, message: str, *, status: int = 0, endpoint: str = "") -> None:

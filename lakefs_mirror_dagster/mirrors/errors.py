@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..errors import LakeFSMirrorError
+
 __all__ = [
     "ConcurrentUpdate",
     "InvalidMirrorSpec",
@@ -14,7 +16,7 @@ __all__ = [
 ]
 
 
-class MirrorsDatabaseError(Exception):
+class MirrorsDatabaseError(LakeFSMirrorError):
     """Base of every error raised by the mirrors database."""
 
 

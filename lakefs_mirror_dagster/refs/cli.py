@@ -1,8 +1,8 @@
 """Command-line entry points: ``refs dump``, ``refs restore`` and ``mirrors promote``.
 
 ``cli.py`` calls ``add_refs_commands(sub)`` and ``add_promote_command(mirrors_sub)``; every handler
-returns an exit status and lets ``RefsError`` (a ``ReplicationError``), ``LakeFSError``, ``ConfigError``
-and ``StorageError`` reach ``cli.main``, which prints them as one line.
+returns an exit status and lets every ``LakeFSMirrorError`` (``RefsError``, ``LakeFSError``, ``ConfigError``,
+``StorageError``, ...) reach ``cli.main``, which prints it as one line.
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from ..errors import LakeFSMirrorError
+
 __all__ = ["ReplicationError"]
 
 
-class ReplicationError(RuntimeError):
+class ReplicationError(LakeFSMirrorError, RuntimeError):
     """A mirror cannot be synced as configured (the message says what to fix)."""

@@ -65,7 +65,7 @@ class CommitPlanner:
             missing[cid] = commit
             stack.extend(p for p in commit.parents if p not in missing)
         else:
-            raise RuntimeError(f"history of {head} exceeds {_MAX_COMMITS} missing commits")
+            raise ReplicationError(f"history of {head} exceeds {_MAX_COMMITS} missing commits")
         return _parents_first(missing)
 
 
@@ -89,5 +89,5 @@ def _parents_first(commits: dict[str, Commit]) -> list[Commit]:
                 ready.append(commits[child])
         ready.sort(key=lambda c: (c.generation, c.id))
     if len(ordered) != len(commits):
-        raise RuntimeError("commit graph has a cycle; refusing to replicate it")
+        raise ReplicationError("commit graph has a cycle; refusing to replicate it")
     return ordered

@@ -1,7 +1,8 @@
 """The mirror management REST API of the reference (``/service/replication/v1``), as a FastAPI app.
 
 Every route authenticates the caller against the source region's lakeFS, checks the reference's RBAC
-actions, and maps the service layer's exceptions to one status each with a JSON ``{"message": ...}``.
+actions, and lets the service layer's exceptions reach one handler: any ``LakeFSMirrorError`` (an expected
+failure) becomes its status with a JSON ``{"message": ...}`` and no traceback; only a bug is a 500 with one.
 Route functions are plain ``def``: they call blocking code and FastAPI runs them in its thread pool.
 """
 
@@ -22,6 +23,7 @@ from fastapi.security import HTTPBasic, HTTPBasicCredentials
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..config import ConfigError
+from ..errors import LakeFSMirrorError
 from ..lakefs import LakeFSBadRequest, LakeFSError, LakeFSNotFound, LakeFSUnauthorized, LakeFSUnavailable
 from ..mirrors import (
     ConcurrentUpdate,
@@ -35,6 +37,7 @@ from ..mirrors import (
     NamespaceInUse,
 )
 from ..replication import ReplicationError, ReplicationService, describe_storages
+from ..storage import InvalidStorageURI, StorageError
 from . import rbac
 from .auth import Authenticator, Identity, lakefs_verifier
 from .models import REPOSITORY_NAME, ErrorBody, MirrorBody, MirrorCreation, MirrorList, StorageList
@@ -47,7 +50,7 @@ API_PREFIX = "/service/replication/v1"
 REALM = 'Basic realm="lakefs-mirror", charset="UTF-8"'
 
 
-class ApiError(Exception):
+class ApiError(LakeFSMirrorError):
     """An error answer: HTTP status and the message the caller sees."""
 
     def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
@@ -98,12 +101,15 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "invalid request: " + "; ".join(parts) if parts else "invalid request"
 
 
-def _map_service_error(exc: Exception) -> ApiError:
-    """The one status per service-layer outcome (see the module docstring)."""
+def _map_service_error(exc: LakeFSMirrorError) -> ApiError:
+    """The one status per expected failure: the caller's mistake 4xx, an upstream's (lakeFS, a store, the
+    mirrors database) 502/503, and 500 only for one this table does not name."""
+    if isinstance(exc, ApiError):
+        return exc
     msg = str(exc)
     if isinstance(exc, LakeFSNotFound):
         return ApiError(404, msg)
-    if isinstance(exc, ConfigError | InvalidMirrorSpec | LakeFSBadRequest):
+    if isinstance(exc, ConfigError | InvalidMirrorSpec | LakeFSBadRequest | InvalidStorageURI):
         return ApiError(400, msg)
     if isinstance(exc, NamespaceInUse | MirrorExists | ReplicationError | ConcurrentUpdate | InvalidStateTransition):
         return ApiError(409, msg)
@@ -111,9 +117,11 @@ def _map_service_error(exc: Exception) -> ApiError:
         return ApiError(404, msg)
     if isinstance(exc, LakeFSUnavailable | MirrorsDatabaseError):
         return ApiError(503, msg)
+    if isinstance(exc, StorageError):
+        return ApiError(503 if exc.transient else 502, msg)
     if isinstance(exc, LakeFSError):
         return ApiError(502, msg)
-    raise exc
+    return ApiError(500, msg)
 
 
 _basic = HTTPBasic(auto_error=False, realm="lakefs-mirror", description="lakeFS access key id and secret")
@@ -169,8 +177,6 @@ def _mirror_of(state: _State, repo: str, mirror_id: str) -> Mirror:
         mirror = state.service.mirrors.get_mirror(mirror_id)
     except MirrorNotFound:
         mirror = None
-    except MirrorsDatabaseError as exc:
-        raise _map_service_error(exc) from None
     if mirror is None or mirror.source_repository != repo or mirror.source_region != state.service.config.region:
         raise ApiError(404, f"repository {repo} has no mirror {mirror_id!r}")
     return mirror
@@ -187,9 +193,12 @@ def _build(state: _State | None) -> FastAPI:
     )
     app.state.api = state
 
-    @app.exception_handler(ApiError)
-    def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return _error_response(exc.status, exc.message, exc.headers)
+    @app.exception_handler(LakeFSMirrorError)
+    def _expected(request: Request, exc: LakeFSMirrorError) -> JSONResponse:
+        answer = _map_service_error(exc)
+        if answer.status >= 500:  # worth an operator's look, but expected: one line, no traceback
+            log.warning("%s %s: %s %s", request.method, request.url.path, answer.status, answer.message)
+        return _error_response(answer.status, answer.message, answer.headers)
 
     @app.exception_handler(RequestValidationError)
     def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -221,16 +230,13 @@ def _build(state: _State | None) -> FastAPI:
         _authorize(st, who, rbac.create_mirror_permissions(repo, body.name, body.storage_namespace))
         if body.region == st.service.config.region:
             raise ApiError(400, f"region {body.region!r} is the source region; a mirror lives in another region")
-        try:
-            mirror = st.service.create_mirror(
-                source_repository=repo,
-                name=body.name,
-                region=body.region,
-                storage_namespace=body.storage_namespace,
-                storage_id=body.storage_id,
-            )
-        except (LakeFSError, ConfigError, MirrorsDatabaseError, ReplicationError) as exc:
-            raise _map_service_error(exc) from None
+        mirror = st.service.create_mirror(
+            source_repository=repo,
+            name=body.name,
+            region=body.region,
+            storage_namespace=body.storage_namespace,
+            storage_id=body.storage_id,
+        )
         log.info("user %s created mirror %s (%s -> %s/%s)", who.user_id, mirror.id, repo, body.region, body.name)
         return mirror_json(st.service, mirror)
 
@@ -253,16 +259,13 @@ def _build(state: _State | None) -> FastAPI:
         st = _state(request)
         _authorize(st, who, rbac.list_mirrors_permissions())
         page_size = min(st.service.config.list_mirrors_page_size, amount or 10_000, 10_000)
-        try:
-            page = st.service.mirrors.list_mirrors(
-                source_repository=repo,
-                source_region=st.service.config.region,
-                page_size=page_size,
-                after=after or None,
-            )
-            results = [mirror_json(st.service, m) for m in page.mirrors]
-        except MirrorsDatabaseError as exc:
-            raise _map_service_error(exc) from None
+        page = st.service.mirrors.list_mirrors(
+            source_repository=repo,
+            source_region=st.service.config.region,
+            page_size=page_size,
+            after=after or None,
+        )
+        results = [mirror_json(st.service, m) for m in page.mirrors]
         return {
             "pagination": {
                 "has_more": page.next_after is not None,
@@ -283,11 +286,7 @@ def _build(state: _State | None) -> FastAPI:
     def get_mirror(repo: RepoParam, mirror_id: MirrorIdParam, who: Who, request: Request) -> dict[str, Any]:
         st = _state(request)
         _authorize(st, who, rbac.list_mirrors_permissions())
-        mirror = _mirror_of(st, repo, mirror_id)
-        try:
-            return mirror_json(st.service, mirror)
-        except MirrorsDatabaseError as exc:
-            raise _map_service_error(exc) from None
+        return mirror_json(st.service, _mirror_of(st, repo, mirror_id))
 
     @app.delete(
         f"{API_PREFIX}/repositories/{{repo}}/mirrors/{{mirror_id}}",
@@ -302,10 +301,7 @@ def _build(state: _State | None) -> FastAPI:
         mirror = _mirror_of(st, repo, mirror_id)
         _authorize(st, who, rbac.delete_mirror_permissions(mirror.name))
         if mirror.state not in (MirrorState.DELETING, MirrorState.DELETED):
-            try:
-                st.service.mirrors.set_state(mirror.id, MirrorState.DELETING, f"deleted by {who.user_id}", None)
-            except MirrorsDatabaseError as exc:
-                raise _map_service_error(exc) from None
+            st.service.mirrors.set_state(mirror.id, MirrorState.DELETING, f"deleted by {who.user_id}", None)
             log.info("user %s deleted mirror %s", who.user_id, mirror.id)
         return Response(status_code=204)
 

@@ -14,6 +14,7 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI
 
+from ..config import ConfigError
 from ..replication import ReplicationService
 from .app import create_app
 
@@ -21,10 +22,10 @@ __all__ = ["parse_listen_address", "running_server", "serve"]
 
 
 def parse_listen_address(address: str) -> tuple[str, int]:
-    """``host:port`` or ``[ipv6]:port`` -> (host, port); a clear ValueError otherwise."""
+    """``host:port`` or ``[ipv6]:port`` -> (host, port); a ``ConfigError`` (a ValueError) naming it otherwise."""
     host, sep, port_text = address.rpartition(":")
     if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ValueError(f"invalid listen address {address!r}: expected host:port, e.g. '0.0.0.0:8008'")
+        raise ConfigError(f"invalid listen address {address!r}: expected host:port, e.g. '0.0.0.0:8008'")
     host = host.removeprefix("[").removesuffix("]") or "0.0.0.0"
     return host, int(port_text)
 

@@ -6,6 +6,8 @@ whether trying again can help.
 
 from __future__ import annotations
 
+from ..errors import LakeFSMirrorError
+
 __all__ = [
     "BucketNotFound",
     "ChecksumMismatchError",
@@ -21,7 +23,7 @@ __all__ = [
 ]
 
 
-class StorageError(Exception):
+class StorageError(LakeFSMirrorError):
     """Base class of every storage failure; ``uri`` is the object concerned, when there is one."""
 
     transient: bool = False
