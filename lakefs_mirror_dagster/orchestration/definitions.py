@@ -22,12 +22,9 @@ from collections.abc import Callable, Iterable
 import dagster as dg
 from dagster._core.definitions.definitions_load_context import DefinitionsLoadContext, DefinitionsLoadType
 
-from ..config import ConfigError, ReplicationConfig, SparkConfig, ValidatorConfig
+from ..config import ConfigError, ReplicationConfig
 from ..mirrors import MirrorState, MirrorStore
 from ..replication.storages import missing_stores
-from .mirroring.commits import build_commit_sensor
-from .mirroring.manager import build_mirrors_manager_sensor
-from .mirroring.spark import SparkValidatorResource
 from .reload import request_reload
 from .resources import ReplicationResource, resolve_config_path
 
@@ -69,51 +66,26 @@ def build_definitions(
     track_mirrors: bool = True,
     spark_conf: dict[str, str] | None = None,
 ) -> dg.Definitions:
-    """Definitions for ``mirrors``: an asset and a commit sensor per mirror, the manager sensor, resources.
+    """The code location: each domain's definitions (mirroring, refs migration) merged, with the one resource
+    they share. ``config_path`` is what the replication resource reads at run time (empty:
+    ``$LAKEFS_MIRROR_CONFIG``); the other arguments go to ``mirroring_definitions``."""
+    from .mirroring.definitions import mirroring_definitions
+    from .refs_migration import refs_migration_definitions
 
-    ``config`` only supplies sensor intervals and Spark settings (defaults when None); ``config_path``
-    is what the replication resource reads at run time (empty: ``$LAKEFS_MIRROR_CONFIG``).
-    ``track_mirrors=False`` stops the manager sensor from comparing the active set with ``mirrors``.
-    """
-    from .mirroring import build_branch_heads_asset, build_tags_asset
-    from .refs_migration import refs_migration_job
-
-    names = sorted(set(mirrors))
-    commit_interval = config.commit_sensor.process_branches_duration if config else None
-    manager_interval = config.mirrors_manager.process_mirrors_interval_duration if config else None
-    branch_assets = [build_branch_heads_asset(name) for name in names]
-    tag_assets = [build_tags_asset(name) for name in names]
-    sensors = [
-        build_commit_sensor(name, branches, tags_target=tags, interval_seconds=_seconds(commit_interval, 60))
-        for name, branches, tags in zip(names, branch_assets, tag_assets, strict=True)
-    ]
-    sensors.append(
-        build_mirrors_manager_sensor(
-            frozenset(names) if track_mirrors else None,
-            interval_seconds=_seconds(manager_interval, 20),
-            location_name=location_name,
-            reload=reload,
-        )
-    )
-    validator = config.validator if config else ValidatorConfig()
-    return dg.Definitions(
-        assets=[*branch_assets, *tag_assets],
-        jobs=[refs_migration_job],
-        sensors=sensors,
-        resources={
-            "replication": ReplicationResource(config_path=config_path),
-            "spark_validator": SparkValidatorResource.from_config(
-                config.spark if config else SparkConfig(), validator.num_workers, spark_conf
-            ),
-        },
+    shared = dg.Definitions(
+        resources={"replication": ReplicationResource(config_path=config_path)},
         # One step per run; in-process keeps one SparkSession per run worker.
         executor=dg.in_process_executor,
     )
-
-
-def _seconds(value: object, default: int) -> int:
-    total = getattr(value, "total_seconds", None)
-    return max(1, round(total())) if callable(total) else default
+    mirroring = mirroring_definitions(
+        mirrors,
+        config=config,
+        location_name=location_name,
+        reload=reload,
+        track_mirrors=track_mirrors,
+        spark_conf=spark_conf,
+    )
+    return dg.Definitions.merge(shared, mirroring, refs_migration_definitions())
 
 
 def _load_config(path: str) -> ReplicationConfig | None:

@@ -34,7 +34,7 @@ from ..refs import (
 )
 from .resources import ReplicationResource
 
-__all__ = ["RefsMigrationConfig", "refs_migration_job"]
+__all__ = ["RefsMigrationConfig", "refs_migration_definitions", "refs_migration_job"]
 
 
 class RefsMigrationConfig(dg.Config):
@@ -160,3 +160,8 @@ def summarize_refs_migration(context: dg.OpExecutionContext, results: list[dict]
 def refs_migration_job() -> None:
     migrated = plan_refs_migration().map(dump_repository_refs).map(restore_repository_refs)
     summarize_refs_migration(migrated.collect())
+
+
+def refs_migration_definitions() -> dg.Definitions:
+    """The refs-migration domain: one job, run on demand (it uses the shared ``replication`` resource)."""
+    return dg.Definitions(jobs=[refs_migration_job])

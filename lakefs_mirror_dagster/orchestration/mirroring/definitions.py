@@ -1,0 +1,62 @@
+"""The mirroring domain's definitions: per mirror a branch-heads asset, a tags asset and a commit sensor; the
+mirrors-manager sensor; the Spark resource their runs use."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import dagster as dg
+
+from ...config import ReplicationConfig, SparkConfig, ValidatorConfig
+from .branch_heads import build_branch_heads_asset
+from .commits import build_commit_sensor
+from .manager import build_mirrors_manager_sensor
+from .spark import SparkValidatorResource
+from .tags import build_tags_asset
+
+__all__ = ["mirroring_definitions"]
+
+
+def mirroring_definitions(
+    mirrors: Iterable[str],
+    *,
+    config: ReplicationConfig | None,
+    location_name: str,
+    reload: Callable[[str], str] | None,
+    track_mirrors: bool = True,
+    spark_conf: dict[str, str] | None = None,
+) -> dg.Definitions:
+    """``config`` only supplies sensor intervals and Spark settings (defaults when None);
+    ``track_mirrors=False`` stops the manager sensor from comparing the active set with ``mirrors``."""
+    names = sorted(set(mirrors))
+    commit_interval = config.commit_sensor.process_branches_duration if config else None
+    manager_interval = config.mirrors_manager.process_mirrors_interval_duration if config else None
+    branch_assets = [build_branch_heads_asset(name) for name in names]
+    tag_assets = [build_tags_asset(name) for name in names]
+    sensors = [
+        build_commit_sensor(name, branches, tags_target=tags, interval_seconds=_seconds(commit_interval, 60))
+        for name, branches, tags in zip(names, branch_assets, tag_assets, strict=True)
+    ]
+    sensors.append(
+        build_mirrors_manager_sensor(
+            frozenset(names) if track_mirrors else None,
+            interval_seconds=_seconds(manager_interval, 20),
+            location_name=location_name,
+            reload=reload,
+        )
+    )
+    validator = config.validator if config else ValidatorConfig()
+    return dg.Definitions(
+        assets=[*branch_assets, *tag_assets],
+        sensors=sensors,
+        resources={
+            "spark_validator": SparkValidatorResource.from_config(
+                config.spark if config else SparkConfig(), validator.num_workers, spark_conf
+            ),
+        },
+    )
+
+
+def _seconds(value: object, default: int) -> int:
+    total = getattr(value, "total_seconds", None)
+    return max(1, round(total())) if callable(total) else default
