@@ -1,12 +1,12 @@
 """Object transfer on Spark: the new ranges of a metarange spread over Spark tasks, one range at a time.
 
 Each task builds its own access to the source (its store, or its lakeFS API) and to the destination store
-from plain settings; those settings hold credentials, so they travel in a broadcast variable and never in
-a task's serialized closure. A task reads the range file from the source, copies the objects the
-destination lacks (or has with another size) on a ``TransferPool`` (streamed, multipart, server-side when
-possible), retries what failed a bounded number of times with backoff, and writes the range file only
-when every object arrived. The driver collects one small ``RangeTransferSummary`` per range, never the
-list of objects.
+from the typed store settings (``StoreSpec``, secrets still wrapped until the client is made); those hold
+credentials, so they travel in a broadcast variable and never in a task's serialized closure. A task reads
+the range file from the source, copies the objects the destination lacks (or has with another size) on a
+``TransferPool`` (streamed, multipart, server-side when possible), retries what failed a bounded number of
+times with backoff, and writes the range file only when every object arrived. The driver collects one small
+``RangeTransferSummary`` per range, never the list of objects.
 
 Small plans do not pay Spark's scheduling cost: ``ThresholdTransferer`` counts the objects the new ranges
 will copy or check (``changed_object_counter``) and sends only plans of at least ``threshold`` objects to
@@ -33,10 +33,10 @@ from .replication.copy_plan import plan_range_copies
 from .replication.engine import MirrorEngine, RangeBatch, RangeTransferer, RangeValidator
 from .replication.failpoints import failpoint
 from .replication.results import TransferStats
-from .replication.service import ReplicationService, store_settings
+from .replication.service import ReplicationService, store_spec
 from .replication.source import ApiObjectReader, RepositorySource
 from .replication.validation import MAX_REPORTED, metadata_uri, present_entries
-from .storage import Blockstore, StorageError, TransferPool, build_blockstore
+from .storage import Blockstore, StorageError, TransferPool
 from .storage.uri import join_namespace
 
 __all__ = [
@@ -209,13 +209,13 @@ def transfer_range(
 
 def _task_access(secrets: Mapping[str, Any], target: TransferTarget) -> tuple[_TaskSource, Blockstore]:
     """Stores and clients built inside the task from the broadcast settings."""
-    src_settings = secrets.get("source_store")
-    src_store = build_blockstore(src_settings) if src_settings else None
+    src_spec = secrets.get("source_store")
+    src_store = src_spec.build() if src_spec else None
     client = None
     if src_store is None:
         api = secrets["source_lakefs"]
-        client = LakeFSClient(api["endpoint"], api["access_key_id"], api["secret_access_key"])
-    return _TaskSource(target, src_store, client), build_blockstore(secrets["destination_store"])
+        client = LakeFSClient(api["endpoint"], api["access_key_id"], api["secret_access_key"].reveal())
+    return _TaskSource(target, src_store, client), secrets["destination_store"].build()
 
 
 def _transfer_partition(
@@ -241,7 +241,7 @@ class SparkRangeTransferer:
 
     ``session`` returns the SparkSession and is only called when a batch arrives, so a sync that never
     reaches the threshold never starts Spark. ``secrets`` holds ``destination_store`` and either
-    ``source_store`` (plain ``build_blockstore`` settings) or ``source_lakefs`` (endpoint and keys); it is
+    ``source_store`` (both ``StoreSpec``) or ``source_lakefs`` (endpoint, key and ``Secret``); it is
     broadcast per call and destroyed after. ``summaries`` keeps the per-range results, for reporting.
     """
 
@@ -387,20 +387,16 @@ def choose_transferer(
 
 def _secrets_for(service: ReplicationService, mirror: Mirror) -> dict[str, Any]:
     config: ReplicationConfig = service.config
-    sizes = {
-        "multipart_threshold": config.transfer.multipart_threshold,
-        "multipart_chunk_size": config.transfer.multipart_chunk_size,
-    }
-    secrets: dict[str, Any] = {"destination_store": store_settings(config.store_by_id(mirror.storage_id), **sizes)}
+    secrets: dict[str, Any] = {"destination_store": store_spec(config, config.store_by_id(mirror.storage_id))}
     src_store = config.source_store_for(mirror.source_region)
     if src_store is not None:
-        secrets["source_store"] = store_settings(src_store, **sizes)
+        secrets["source_store"] = store_spec(config, src_store)
     else:
-        key, secret = config.credentials_for(mirror.source_region)
+        creds = config.lakefs_credentials_for(mirror.source_region)
         secrets["source_lakefs"] = {
             "endpoint": config.endpoint_for(mirror.source_region),
-            "access_key_id": key,
-            "secret_access_key": secret,
+            "access_key_id": creds.access_key_id,
+            "secret_access_key": creds.secret_access_key,
         }
     return secrets
 

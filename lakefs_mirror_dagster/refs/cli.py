@@ -67,6 +67,7 @@ def _target_namespace(template: str | None, repo: str, count: int) -> str | None
 
 
 def _refs_restore(args: argparse.Namespace) -> int:
+    from ..storage.uri import same_namespace
     from .manifest import load_manifest
     from .migrate import migrate_repository
     from .restore import check_restorable, target_storage_id
@@ -84,8 +85,8 @@ def _refs_restore(args: argparse.Namespace) -> int:
         ns = _target_namespace(args.to_namespace, m.name, len(manifests))
         sid = target_storage_id(m, storage_id=args.storage_id, ignore_storage_id=args.ignore_storage_id)
         plans.append((m, ns, sid))
-    namespaces = [(ns or m.storage_namespace).rstrip("/") for m, ns, _ in plans]
-    if len(set(namespaces)) != len(namespaces):
+    namespaces = [ns or m.storage_namespace for m, ns, _ in plans]
+    if any(same_namespace(a, b) for i, a in enumerate(namespaces) for b in namespaces[i + 1 :]):
         raise RefsError("several manifests would be restored onto the same storage namespace")
     config, client = _client(args)
     try:

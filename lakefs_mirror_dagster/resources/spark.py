@@ -14,7 +14,7 @@ from ..config import SparkConfig
 from ..mirrors import Mirror
 from ..replication import ReplicationService
 from ..replication.engine import MirrorEngine, RangeTransferer
-from ..replication.service import store_settings
+from ..replication.service import store_spec
 from ..spark_transfer import ThresholdTransferer, spark_transferer_for
 from ..spark_validation import SparkRangeValidator
 
@@ -56,14 +56,9 @@ class SparkValidatorResource(dg.ConfigurableResource):
     def validator_for(self, service: ReplicationService, mirror: Mirror) -> SparkRangeValidator:
         """A fresh validator for ``mirror``'s destination store and namespace."""
         config = service.config
-        settings = store_settings(
-            config.store_by_id(mirror.storage_id),
-            multipart_threshold=config.transfer.multipart_threshold,
-            multipart_chunk_size=config.transfer.multipart_chunk_size,
-        )
         return SparkRangeValidator(
             self.session,
-            settings,
+            store_spec(config, config.store_by_id(mirror.storage_id)),
             mirror.storage_namespace,
             strict_full_addresses=config.transfer.strict_full_addresses,
             num_partitions=self.num_workers,
