@@ -27,7 +27,7 @@ import _fixtures as fx
 
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.replication import ReplicationService, in_process_validator, read_metarange
-from lakefs_mirror_dagster.replication.service import store_settings
+from lakefs_mirror_dagster.replication.service import store_spec
 from lakefs_mirror_dagster.spark.validation import SparkRangeValidator
 
 MiB = 1024 * 1024
@@ -106,12 +106,7 @@ def main() -> None:
                 raise RuntimeError(f"in-process validation: {checked} objects, ok={[r.ok for r in local_results]}")
             print(f"[validate] in-process: {in_process_s:.1f}s ({fx.machine_load()})", flush=True)
 
-            t = service.config.transfer
-            settings = store_settings(
-                service.config.store_by_id(record.storage_id),
-                multipart_threshold=t.multipart_threshold,
-                multipart_chunk_size=t.multipart_chunk_size,
-            )
+            settings = store_spec(service.config, service.config.store_by_id(record.storage_id))
             with tempfile.TemporaryDirectory(prefix="bench-spark-") as warehouse:
                 started = time.monotonic()
                 spark = local_spark(Path(warehouse))

@@ -24,14 +24,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import _fixtures as fx
 from lakefs_mirror_devenv import RegionSpec
 
-from lakefs_mirror_dagster.config import SparkConfig
+from lakefs_mirror_dagster.config import SparkConfig, parse_store
 from lakefs_mirror_dagster.lakefs import Commit, LakeFSClient
 from lakefs_mirror_dagster.replication.engine import RangeBatch
 from lakefs_mirror_dagster.replication.results import TransferStats
 from lakefs_mirror_dagster.replication.validation import read_metarange
 from lakefs_mirror_dagster.spark.session import LazySparkSession, spark_session_config
 from lakefs_mirror_dagster.spark.transfer import SparkRangeTransferer, TransferTarget, transfer_partition
-from lakefs_mirror_dagster.storage import build_blockstore
+from lakefs_mirror_dagster.storage import StoreSpec, build_blockstore
 from tests.spark.synthetic import populate_big_branch
 
 REGIONS = (RegionSpec("region-a", "s3:minio-a"), RegionSpec("region-b", "local"))
@@ -72,7 +72,10 @@ def main() -> int:
     with fx.bench_environment(REGIONS) as env:
         a, b = env.region("region-a"), env.region("region-b")
         client = LakeFSClient(a.endpoint, a.access_key_id, a.secret_access_key, timeout_s=900.0)
-        secrets: dict[str, Any] = {"source_store": a.blockstore, "destination_store": b.blockstore}
+        secrets: dict[str, Any] = {
+            "source_store": StoreSpec(parse_store(a.blockstore)),
+            "destination_store": StoreSpec(parse_store(b.blockstore)),
+        }
         started = time.monotonic()
         session().sparkContext.parallelize([1, 2], 2).count()
         print(f"[bench] Spark session ({args.master}) started in {time.monotonic() - started:.1f}s", flush=True)

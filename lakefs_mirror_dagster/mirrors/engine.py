@@ -15,6 +15,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 
+from ..config.database import with_psycopg
 from .errors import InvalidMirrorSpec, MirrorsDatabaseError
 
 __all__ = ["READ_ONLY", "make_engine"]
@@ -31,12 +32,7 @@ def make_engine(url: str | URL, *, busy_timeout_s: float, echo: bool) -> Engine:
         raise InvalidMirrorSpec(f"invalid mirrors database URL {url!r}: {exc}") from None
     backend = parsed.get_backend_name()
     if backend in ("postgres", "postgresql"):
-        # "postgres://" (lakeFS-style connection strings) is unknown to SQLAlchemy, and a bare
-        # "postgresql://" would pick psycopg2, which we do not ship: both mean psycopg 3 here.
-        if parsed.drivername in ("postgres", "postgresql"):
-            parsed = parsed.set(drivername="postgresql+psycopg")
-        elif backend == "postgres":
-            parsed = parsed.set(drivername="postgresql+" + parsed.get_driver_name())
+        parsed = with_psycopg(parsed)  # the config's one PostgreSQL driver rule
         return create_engine(parsed, echo=echo, pool_pre_ping=True, pool_size=5, max_overflow=10)
     if backend != "sqlite":
         raise InvalidMirrorSpec(

@@ -41,8 +41,7 @@ def discover_mirrors(config: ReplicationConfig) -> list[str]:
 
     A mirror whose store the config no longer has gets no asset (the manager sensor marks it failed).
     """
-    url = config.mirrors_database.sqlalchemy_url.render_as_string(hide_password=False)
-    with MirrorStore(url, create_tables=False) as store:
+    with MirrorStore(config.mirrors_database.sqlalchemy_url, create_tables=False) as store:
         active = list(
             store.iter_mirrors(
                 destination_region=config.region,

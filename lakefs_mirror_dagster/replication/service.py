@@ -6,24 +6,22 @@ the three entry points cannot drift apart.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import functools
 import logging
 from collections.abc import Iterable, Iterator
-from typing import Any
 
-from ..config import ReplicationConfig, Secret, StoreConfig
+from ..config import ReplicationConfig, StoreConfig
 from ..lakefs import LakeFSClient, LakeFSNotFound
 from ..mirrors import Mirror, MirrorsDatabaseError, MirrorState, MirrorStore
-from ..storage import Blockstore, build_blockstore
+from ..storage import Blockstore, StoreSpec
 from .engine import EngineSettings, MirrorEngine, RangeTransferer, RangeValidator, ReplicationError
 from .namespaces import check_namespace_free, is_mirror_repository
 from .results import MirrorSyncResult, RefAction, RefKind, RefResult
 from .source import RepositorySource
 from .storages import missing_stores
 
-__all__ = ["RETIRING", "ReplicationService", "store_settings"]
+__all__ = ["RETIRING", "ReplicationService", "store_spec"]
 
 #: States of a mirror whose repository and record are to be removed (``ReplicationService.retire``).
 RETIRING = (MirrorState.DELETING, MirrorState.DELETED)
@@ -31,24 +29,11 @@ RETIRING = (MirrorState.DELETING, MirrorState.DELETED)
 log = logging.getLogger(__name__)
 
 
-def store_settings(store: StoreConfig, *, multipart_threshold: int, multipart_chunk_size: int) -> dict[str, Any]:
-    """Plain settings for ``build_blockstore``: secrets revealed (for the client only), transfer sizes added."""
-    plain = _plain(store)
-    kind = plain.get("type")
-    if kind in ("s3", "gs", "azure"):
-        plain[kind]["multipart_threshold"] = multipart_threshold
-        plain[kind]["multipart_chunk_size"] = multipart_chunk_size
-    return plain
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Secret):
-        return value.reveal()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
+def store_spec(config: ReplicationConfig, store: StoreConfig) -> StoreSpec:
+    """What builds ``store``'s blockstore, here or in a Spark task: the typed store (credentials still
+    ``Secret``) with the config's ``transfer`` multipart sizes."""
+    t = config.transfer
+    return StoreSpec(store, multipart_threshold=t.multipart_threshold, multipart_chunk_size=t.multipart_chunk_size)
 
 
 class ReplicationService:
@@ -57,7 +42,7 @@ class ReplicationService:
     def __init__(self, config: ReplicationConfig, *, mirrors: MirrorStore | None = None) -> None:
         self.config = config
         if mirrors is None:
-            mirrors = MirrorStore(config.mirrors_database.sqlalchemy_url.render_as_string(hide_password=False))
+            mirrors = MirrorStore(config.mirrors_database.sqlalchemy_url)
             mirrors.create_tables()
         self.mirrors = mirrors
         self._clients: dict[str, LakeFSClient] = {}
@@ -77,12 +62,7 @@ class ReplicationService:
         return self._clients[region]
 
     def _build_store(self, store: StoreConfig) -> Blockstore:
-        t = self.config.transfer
-        return build_blockstore(
-            store_settings(
-                store, multipart_threshold=t.multipart_threshold, multipart_chunk_size=t.multipart_chunk_size
-            )
-        )
+        return store_spec(self.config, store).build()
 
     def destination_store(self, storage_id: str = "") -> Blockstore:
         """This region's store for ``storage_id`` (``""``: the backward-compatible one)."""

@@ -21,7 +21,7 @@ from ..replication.failpoints import failpoint
 from ..replication.range_transfer import RangeTransferSummary, transfer_range
 from ..replication.results import TransferStats
 from ..replication.source import SourceReader
-from ..storage import TransferPool, build_blockstore
+from ..storage import TransferPool
 from .errors import SparkTransferError
 
 __all__ = ["SparkRangeTransferer", "TransferTarget", "transfer_partition"]
@@ -44,18 +44,18 @@ def transfer_partition(
 ) -> Iterator[RangeTransferSummary]:
     """One task's work: a source reader, a destination store and a pool built from ``secrets``, then
     ``transfer_range`` for each (range, its base ranges)."""
-    src_settings = secrets.get("source_store")
+    src_spec = secrets.get("source_store")
     client = None
-    if not src_settings:
+    if src_spec is None:
         api = secrets["source_lakefs"]
-        client = LakeFSClient(api["endpoint"], api["access_key_id"], api["secret_access_key"])
+        client = LakeFSClient(api["endpoint"], api["access_key_id"], api["secret_access_key"].reveal())
     source = SourceReader(
         target.repository,
         target.source_namespace,
-        store=build_blockstore(src_settings) if src_settings else None,
+        store=src_spec.build() if src_spec is not None else None,
         client=client,
     )
-    destination = build_blockstore(secrets["destination_store"])
+    destination = secrets["destination_store"].build()
     pool = TransferPool(concurrency=target.concurrency, on_result=lambda _r: failpoint("after_object_copy"))
     try:
         for range_id, base_ranges in ranges:
@@ -83,8 +83,8 @@ class SparkRangeTransferer:
     """A ``RangeTransferer`` whose work runs in Spark tasks (ranges spread over up to ``max_partitions``).
 
     ``session`` returns the SparkSession and is only called when a batch arrives. ``secrets`` holds
-    ``destination_store`` and either ``source_store`` (``build_blockstore`` settings) or ``source_lakefs``
-    (endpoint and keys); it is broadcast per call and destroyed after. ``summaries`` keeps the per-range
+    ``destination_store`` and either ``source_store`` (both ``StoreSpec``) or ``source_lakefs`` (endpoint,
+    key and ``Secret``); it is broadcast per call and destroyed after. ``summaries`` keeps the per-range
     results, for reporting.
     """
 

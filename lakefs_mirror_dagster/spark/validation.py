@@ -4,22 +4,24 @@ Batches of fewer than ``min_ranges`` ranges (a commit that touched a few files) 
 process with the same ``validate_range``: starting a Spark session costs tens of seconds, checking a
 handful of ranges well under one, and the session is only ever started when a batch reaches the threshold.
 
-The driver sends only range IDs, the namespace and the strictness flag in the task closure; the store
-settings (which hold credentials) travel in a broadcast variable, so they never appear in a task's
-serialized closure, in Spark's logs or in Dagster's event log. Each task builds its own blockstore from
-those plain settings and calls the same ``validate_range`` the in-process validator uses.
+The driver sends only range IDs, the namespace and the strictness flag in the task closure; the store's
+``StoreSpec`` (typed settings whose credentials are ``Secret``s) travels in a broadcast variable, so it never
+appears in a task's serialized closure, in Spark's logs or in Dagster's event log. Each task builds its own
+blockstore from it and calls the same ``validate_range`` the in-process validator uses.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from ..replication.engine import RangeBatch, in_process_validator
 from ..replication.validation import RangeValidation, validate_range
-from ..storage import build_blockstore
 from .errors import SparkValidationError
+
+if TYPE_CHECKING:
+    from ..storage import StoreSpec
 
 __all__ = ["SparkRangeValidator"]
 
@@ -28,7 +30,7 @@ def _validate_partition(
     settings: Any, namespace: str, strict: bool, ranges: Iterable[tuple[str, tuple[str, ...]]]
 ) -> Iterator[RangeValidation]:
     """Runs inside a Spark task: one blockstore per partition, then every (range, its bases) of the partition."""
-    store = build_blockstore(settings.value)
+    store = settings.value.build()  # the broadcast StoreSpec
     for range_id, base_ranges in ranges:
         yield validate_range(store, namespace, range_id, strict_full_addresses=strict, base_ranges=base_ranges)
 
@@ -44,7 +46,7 @@ class SparkRangeValidator:
     def __init__(
         self,
         session: Callable[[], Any],
-        store_settings: Mapping[str, Any],
+        store: StoreSpec,
         namespace: str,
         *,
         strict_full_addresses: bool,
@@ -60,7 +62,7 @@ class SparkRangeValidator:
         self.min_ranges = min_ranges
         self.local_workers = max(1, local_workers)
         self.paths: set[str] = set()
-        self._settings = dict(store_settings)
+        self._store = store
         self.namespace = namespace
         self.strict_full_addresses = strict_full_addresses
         self.num_partitions = num_partitions
@@ -74,7 +76,7 @@ class SparkRangeValidator:
         if len(ids) < self.min_ranges:
             return self._record(ids, self._validate_here(batch), "in_process")
         sc = self._session().sparkContext
-        settings = sc.broadcast(self._settings)
+        settings = sc.broadcast(self._store)
         try:
             task = functools.partial(_validate_partition, settings, self.namespace, self.strict_full_addresses)
             pairs = [(rid, tuple(batch[rid])) for rid in ids]
@@ -89,7 +91,7 @@ class SparkRangeValidator:
         return self._record(ids, [by_id[rid] for rid in ids], "spark")
 
     def _validate_here(self, batch: RangeBatch) -> list[RangeValidation]:
-        store = build_blockstore(self._settings)
+        store = self._store.build()
         validate = in_process_validator(
             store, self.namespace, workers=self.local_workers, strict=self.strict_full_addresses
         )

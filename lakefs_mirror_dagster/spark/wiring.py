@@ -11,7 +11,7 @@ from typing import Any
 from ..config import ReplicationConfig
 from ..mirrors import Mirror
 from ..replication.engine import MirrorEngine, RangeTransferer, RangeValidator
-from ..replication.service import ReplicationService, store_settings
+from ..replication.service import ReplicationService, store_spec
 from ..replication.source import RepositorySource
 from .choice import ThresholdTransferer, changed_object_counter
 from .transfer import SparkRangeTransferer, TransferTarget
@@ -36,27 +36,19 @@ class SparkUse:
     validator: SparkRangeValidator | None = None
 
 
-def _sizes(config: ReplicationConfig) -> dict[str, int]:
-    return {
-        "multipart_threshold": config.transfer.multipart_threshold,
-        "multipart_chunk_size": config.transfer.multipart_chunk_size,
-    }
-
-
 def _secrets_for(service: ReplicationService, mirror: Mirror) -> dict[str, Any]:
     """Store settings (and source API keys when the source's store is not configured) for the tasks."""
     config = service.config
-    sizes = _sizes(config)
-    secrets: dict[str, Any] = {"destination_store": store_settings(config.store_by_id(mirror.storage_id), **sizes)}
+    secrets: dict[str, Any] = {"destination_store": store_spec(config, config.store_by_id(mirror.storage_id))}
     src_store = config.source_store_for(mirror.source_region)
     if src_store is not None:
-        secrets["source_store"] = store_settings(src_store, **sizes)
+        secrets["source_store"] = store_spec(config, src_store)
     else:
-        key, secret = config.credentials_for(mirror.source_region)
+        creds = config.lakefs_credentials_for(mirror.source_region)
         secrets["source_lakefs"] = {
             "endpoint": config.endpoint_for(mirror.source_region),
-            "access_key_id": key,
-            "secret_access_key": secret,
+            "access_key_id": creds.access_key_id,
+            "secret_access_key": creds.secret_access_key,
         }
     return secrets
 
@@ -113,7 +105,7 @@ def spark_validator_for(
     config = service.config
     return SparkRangeValidator(
         session,
-        store_settings(config.store_by_id(mirror.storage_id), **_sizes(config)),
+        store_spec(config, config.store_by_id(mirror.storage_id)),
         mirror.storage_namespace,
         strict_full_addresses=config.transfer.strict_full_addresses,
         num_partitions=validation.num_partitions,

@@ -23,7 +23,7 @@ from .errors import (
 )
 from .local import LocalBlockstore
 from .presence import listed_stats
-from .registry import StoreRegistry, build_blockstore, parse_size
+from .registry import StoreRegistry, StoreSpec, build_blockstore
 from .s3 import S3Blockstore
 from .transfer import CopyResult, CopyTask, TransferFailure, TransferPool, TransferSummary, copy_object
 from .uri import StorageURI, join_namespace, parse_uri, relative_to_namespace
@@ -55,6 +55,7 @@ __all__ = [
     "StorageError",
     "StorageURI",
     "StoreRegistry",
+    "StoreSpec",
     "TransferFailure",
     "TransferPool",
     "TransferSummary",
@@ -65,7 +66,6 @@ __all__ = [
     "copy_object",
     "join_namespace",
     "listed_stats",
-    "parse_size",
     "parse_uri",
     "relative_to_namespace",
 ]

@@ -236,12 +236,15 @@ def test_build_blockstore_and_route_by_account(azurite: AzuriteServer, make_cont
 @pytest.mark.parametrize(
     ("azure", "message"),
     [
-        ({}, "storage_account is required"),
-        ({"storage_account": "acct"}, "storage_access_key is required"),
+        ({}, "azure.storage_account: required when type is azure"),
+        ({"storage_account": "acct"}, "azure.storage_access_key: required when type is azure"),
         ({"storage_account": "Bad_Name", "storage_access_key": "a2V5"}, "lowercase letters and digits"),
         ({"storage_account": "acct", "storage_access_key": "not base64!"}, "not a base64 account key"),
         ({"storage_account": "acct", "storage_access_key": "a2V5", "test_endpoint_url": "ftp://x"}, "http"),
-        ({"storage_account": "acct", "storage_access_key": "a2V5", "try_timeout": "soon"}, "try_timeout"),
+        (
+            {"storage_account": "acct", "storage_access_key": "a2V5", "try_timeout": "soon"},
+            "azure.try_timeout: invalid duration",
+        ),
     ],
 )
 def test_bad_azure_settings_name_the_problem(azure: dict[str, str], message: str) -> None:

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from lakefs_mirror_dagster.config import (
+    LocalSettings,
+    S3Credentials,
+    S3Settings,
+    Secret,
+    StoreConfig,
+)
 from lakefs_mirror_dagster.storage import (
     LocalBlockstore,
     S3Blockstore,
     StorageConfigError,
     StoreRegistry,
     build_blockstore,
-    parse_size,
 )
+
+MiB = 1024 * 1024
 
 
 def s3_settings(store_id: str, endpoint: str, **extra: Any) -> dict[str, Any]:
@@ -35,7 +42,7 @@ def s3_settings(store_id: str, endpoint: str, **extra: Any) -> dict[str, Any]:
 
 def test_builds_s3_store_from_lakefs_shaped_settings() -> None:
     store = build_blockstore(
-        s3_settings("minio", "http://127.0.0.1:9000", multipart_threshold="64MiB", multipart_chunk_size=8388608)
+        s3_settings("minio", "http://127.0.0.1:9000"), multipart_threshold=64 * MiB, multipart_chunk_size=8388608
     )
     assert isinstance(store, S3Blockstore)
     assert store.endpoint == "http://127.0.0.1:9000"
@@ -48,19 +55,8 @@ def test_builds_s3_store_from_lakefs_shaped_settings() -> None:
     assert getattr(config, "retries", {}).get("mode") == "standard"
 
 
-def test_builds_local_store_from_dataclass_settings(tmp_path: Path) -> None:
-    @dataclass
-    class LocalSettings:
-        path: str
-
-    @dataclass
-    class StoreSettings:
-        id: str
-        type: str
-        local: LocalSettings | None = None
-        s3: dict[str, Any] = field(default_factory=dict)
-
-    store = build_blockstore(StoreSettings("disk", "local", LocalSettings(str(tmp_path))))
+def test_builds_local_store_from_the_typed_config(tmp_path: Path) -> None:
+    store = build_blockstore(StoreConfig(id="disk", type="local", local=LocalSettings(path=str(tmp_path))))
     assert isinstance(store, LocalBlockstore) and store.root == str(tmp_path)
 
 
@@ -73,24 +69,30 @@ def test_lakefs_test_stores_are_not_supported(store_type: str) -> None:
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"id": "x"}, "'type' is missing"),
-        ({"id": "x", "type": "ftp"}, "unknown type 'ftp'"),
-        ({"id": "x", "type": "local", "local": {}}, "local.path"),
-        ({"id": "x", "type": "s3", "s3": {"credentials": {"access_key_id": "a"}}}, "give both"),
-        ({"id": "x", "type": "s3", "s3": {"multipart_chunk_size": "lots"}}, "not a byte size"),
+        ({"id": "x"}, "type: required field is missing"),
+        ({"id": "x", "type": "ftp"}, "type: unsupported value 'ftp'"),
+        ({"id": "x", "type": "local", "local": {"path": " "}}, "local.path: must not be empty"),
+        (
+            {"id": "x", "type": "s3", "s3": {"credentials": {"access_key_id": "a"}}},
+            "s3.credentials.secret_access_key: required when access_key_id is set",
+        ),
+        # sizes are the transfer section's, parsed by the config: a store has none of its own
+        ({"id": "x", "type": "s3", "s3": {"multipart_chunk_size": "64MiB"}}, "s3.multipart_chunk_size: unknown key"),
     ],
 )
 def test_bad_settings_name_the_problem(settings: dict[str, Any], message: str) -> None:
-    with pytest.raises(StorageConfigError, match=message):
+    """Mappings are read by the config's own parser: the same checks and messages as a config file."""
+    with pytest.raises(StorageConfigError, match=message) as bad:
         build_blockstore(settings)
+    assert str(bad.value).startswith("store 'x': ")
 
 
-def test_parse_size_units() -> None:
-    assert parse_size("8MiB") == 8 * 1024 * 1024
-    assert parse_size("64 MB") == 64_000_000
-    assert parse_size("5kib") == 5 * 1024
-    assert parse_size(123) == 123
-    assert parse_size("1GiB") == 1024**3
+def test_sizes_are_ints_the_config_parsed_never_text() -> None:
+    """There is one size parser (the config's): text such as '64M', which it refuses as ambiguous and the
+    registry's own parser used to read as 64,000,000, never reaches a store."""
+    for bad in ("64M", "64MiB", 0, -1, True):
+        with pytest.raises(StorageConfigError, match="multipart_chunk_size must be a positive number of bytes"):
+            build_blockstore(s3_settings("x", "http://127.0.0.1:9000"), multipart_chunk_size=bad)  # type: ignore[arg-type]
 
 
 def test_duplicate_ids_are_rejected(tmp_path: Path) -> None:
@@ -140,41 +142,18 @@ def test_single_store_per_scheme_needs_no_hints(tmp_path: Path) -> None:
         registry.store_for_uri("https://account.blob.core.windows.net/c/x")
 
 
-class WrappedSecret:
-    """Like the config module's Secret: prints redacted, ``reveal()`` gives the value."""
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __str__(self) -> str:
-        return "**********"
-
-
-def test_settings_from_the_replication_config_shape(tmp_path: Path) -> None:
-    @dataclass(frozen=True)
-    class Creds:
-        access_key_id: str
-        secret_access_key: WrappedSecret
-
-    @dataclass(frozen=True)
-    class S3:
-        endpoint: str
-        credentials: Creds
-        region: str = "eu-west-1"
-        force_path_style: bool = False
-        max_retries: int = 2
-
-    @dataclass(frozen=True)
-    class Store:
-        id: str
-        type: str
-        s3: S3
-
-    settings = Store("aws", "s3", S3("https://s3.example.com", Creds("AKIA", WrappedSecret("the-real-secret"))))
-    registry = StoreRegistry.from_settings([settings], multipart_threshold="32MiB", multipart_chunk_size=None)
+def test_settings_from_the_replication_config(tmp_path: Path) -> None:
+    settings = StoreConfig(
+        id="aws",
+        type="s3",
+        s3=S3Settings(
+            endpoint="https://s3.example.com",
+            region="eu-west-1",
+            max_retries=2,
+            credentials=S3Credentials(access_key_id="AKIA", secret_access_key=Secret("the-real-secret")),
+        ),
+    )
+    registry = StoreRegistry.from_settings([settings], multipart_threshold=32 * MiB, multipart_chunk_size=None)
     store = registry.get("aws")
     assert isinstance(store, S3Blockstore)
     credentials = store.client._request_signer._credentials  # type: ignore[attr-defined]
@@ -206,5 +185,5 @@ def test_local_allowed_external_prefixes(tmp_path: Path) -> None:
 
 
 def test_sse_settings_are_validated() -> None:
-    with pytest.raises(StorageConfigError, match="must be AES256 or aws:kms"):
+    with pytest.raises(StorageConfigError, match=r"s3\.server_side_encryption: unsupported value 'rot13'"):
         build_blockstore({"id": "x", "type": "s3", "s3": {"endpoint": "http://h:1", "server_side_encryption": "rot13"}})

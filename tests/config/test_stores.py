@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from lakefs_mirror_dagster.config import AzureSettings, ConfigError, GSSettings, Secret, parse_config
-from lakefs_mirror_dagster.replication.service import store_settings
 from lakefs_mirror_dagster.storage import AzureBlockstore, GCSBlockstore, StorageConfigError, build_blockstore
 
 AZURE_KEY = "c2VjcmV0LWFjY291bnQta2V5LWZvci10ZXN0cw=="  # base64, as Azure account keys are
@@ -47,8 +46,7 @@ def error_of(data: dict[str, Any], env: dict[str, str] | None = None) -> ConfigE
 def built(data: dict[str, Any], store_id: str) -> Any:
     """The blockstore the replication service would build for ``store_id`` (same conversion it uses)."""
     config = parse_config(data, env={})
-    settings = store_settings(config.store_by_id(store_id), multipart_threshold=16 << 20, multipart_chunk_size=8 << 20)
-    return build_blockstore(settings)
+    return build_blockstore(config.store_by_id(store_id), multipart_threshold=16 << 20, multipart_chunk_size=8 << 20)
 
 
 def test_gs_store_with_emulator_endpoint_builds_an_anonymous_gcs_store() -> None:

@@ -1,0 +1,94 @@
+"""The replication service's configuration: one typed, frozen tree read from YAML plus ``REPLICATION_`` env.
+
+Why a hand-written loader instead of a generic one: a misconfigured replication service must refuse to start
+with *one* message that names the exact field (``commit_sensor.process_branches_duration: ...``), suggests
+the key that was probably meant, says whether the bad value came from the file or from which environment
+variable, and never prints a secret. The schema is plain frozen dataclasses; the loader walks their type
+hints, so the schema is the single source of truth for YAML keys, environment variable names, defaults and
+the example file.
+
+Shape and defaults follow the Transactional Mirroring reference ("Configuration Reference") and, for storage,
+lakeFS's own ``blockstore`` / ``blockstores`` sections (multi-storage reference); the sections ``lakefs``,
+``region_credentials``, ``transfer``, ``spark``, ``source_stores`` and the sqlite/postgres
+``mirrors_database`` are this implementation's own.
+
+One module per concern: ``values`` (secrets, durations, byte sizes, field checks), ``stores`` (blockstore
+settings), ``database`` (mirrors database, PostgreSQL URLs), ``sections`` (auth, logging, sensors, validator,
+transfer, spark), ``model`` (``ReplicationConfig``), ``binder`` (data to dataclasses), ``env``
+(``REPLICATION_*``), ``loader`` (``load_config``, ``parse_store``) and ``example.yaml``
+(``dump_example_config()``). Import from this package, not from the modules.
+"""
+
+from .database import MirrorsDatabaseConfig, PostgresSettings, SqliteSettings
+from .env import CONFIG_PATH_ENV, ENV_PREFIX
+from .errors import ConfigError
+from .loader import dump_example_config, load_config, parse_config, parse_store
+from .model import ReplicationConfig
+from .sections import (
+    AuthApiConfig,
+    AuthCacheConfig,
+    AuthConfig,
+    CommitSensorConfig,
+    EncryptConfig,
+    LakeFSCredentials,
+    LoggingConfig,
+    MirrorsManagerConfig,
+    SparkConfig,
+    TransferConfig,
+    ValidatorConfig,
+)
+from .stores import (
+    AzureSettings,
+    BlockstoreConfig,
+    BlockstoresConfig,
+    BlockstoreType,
+    GSSettings,
+    LocalSettings,
+    S3Credentials,
+    S3Settings,
+    SigningConfig,
+    StoreConfig,
+    StoreSettings,
+)
+from .values import ByteSize, Secret, format_duration, parse_byte_size, parse_duration
+
+__all__ = [
+    "CONFIG_PATH_ENV",
+    "ENV_PREFIX",
+    "AuthApiConfig",
+    "AuthCacheConfig",
+    "AuthConfig",
+    "AzureSettings",
+    "BlockstoreConfig",
+    "BlockstoreType",
+    "BlockstoresConfig",
+    "ByteSize",
+    "CommitSensorConfig",
+    "ConfigError",
+    "EncryptConfig",
+    "GSSettings",
+    "LakeFSCredentials",
+    "LocalSettings",
+    "LoggingConfig",
+    "MirrorsDatabaseConfig",
+    "MirrorsManagerConfig",
+    "PostgresSettings",
+    "ReplicationConfig",
+    "S3Credentials",
+    "S3Settings",
+    "Secret",
+    "SigningConfig",
+    "SparkConfig",
+    "SqliteSettings",
+    "StoreConfig",
+    "StoreSettings",
+    "TransferConfig",
+    "ValidatorConfig",
+    "dump_example_config",
+    "format_duration",
+    "load_config",
+    "parse_byte_size",
+    "parse_config",
+    "parse_duration",
+    "parse_store",
+]

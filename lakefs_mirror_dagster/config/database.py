@@ -1,0 +1,111 @@
+"""The mirrors database section, and the one place a PostgreSQL connection string becomes a SQLAlchemy URL.
+
+``MirrorsDatabaseConfig.sqlalchemy_url`` is handed to ``MirrorStore`` as a ``URL`` object: the password is
+never rendered into a string and parsed again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from .errors import _FieldError, _Parts
+from .values import Secret, _expand_path, _meta
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
+__all__ = ["MirrorsDatabaseConfig", "PostgresSettings", "SqliteSettings", "postgres_url", "with_psycopg"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SqliteSettings:
+    """A local SQLite file: fine for one host; regions that share mirrors need PostgreSQL."""
+
+    path: str = field(default="~/.lakefs-mirror/mirrors.db", metadata=_meta(_expand_path))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PostgresSettings:
+    """A PostgreSQL database shared by every region (URL or ``key=value`` form; holds a password)."""
+
+    connection_string: Secret = field(default_factory=Secret)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MirrorsDatabaseConfig:
+    """Where mirror definitions and validation caches live (shared by all regions with PostgreSQL)."""
+
+    type: Literal["sqlite", "postgres"] = "sqlite"
+    sqlite: SqliteSettings = field(default_factory=SqliteSettings)
+    postgres: PostgresSettings = field(default_factory=PostgresSettings)
+
+    @property
+    def sqlalchemy_url(self) -> URL:
+        """The SQLAlchemy URL (psycopg 3 driver for PostgreSQL); its ``str()`` masks the password."""
+        from sqlalchemy.engine import URL
+
+        if self.type == "sqlite":
+            path = self.sqlite.path
+            return URL.create("sqlite+pysqlite", database=None if path == ":memory:" else path)
+        return postgres_url(self.postgres.connection_string.reveal())
+
+    def _validate(self, parts: _Parts) -> None:
+        if self.type == "postgres":
+            where = (*parts, "postgres", "connection_string")
+            if not self.postgres.connection_string:
+                raise _FieldError(where, "required when mirrors_database.type is postgres")
+            try:
+                postgres_url(self.postgres.connection_string.reveal())
+            except ValueError as exc:
+                raise _FieldError(where, str(exc)) from None
+
+
+_PG_HELP = "expected e.g. postgres://user:password@host:5432/dbname or 'host=... dbname=... user=...'"
+
+
+def with_psycopg(url: URL) -> URL:
+    """The PostgreSQL driver rule: ``postgres://`` and ``postgresql://`` mean psycopg 3 (the driver this
+    package ships; SQLAlchemy would pick psycopg2 or not know the scheme), ``postgres+x`` is ``postgresql+x``.
+    Other URLs are returned as they are."""
+    backend, _, driver = url.drivername.partition("+")
+    if backend not in ("postgres", "postgresql"):
+        return url
+    return url.set(drivername=f"postgresql+{driver or 'psycopg'}")
+
+
+def postgres_url(connection_string: str) -> URL:
+    """Turn a lakeFS-style PostgreSQL connection string (URL or ``key=value`` form) into a SQLAlchemy URL
+    for psycopg 3, without echoing it in errors."""
+    from sqlalchemy.engine import URL, make_url
+    from sqlalchemy.exc import ArgumentError
+
+    text = connection_string.strip()
+    if "://" in text:
+        try:
+            url = make_url(text)
+        except (ArgumentError, ValueError):
+            raise ValueError(f"not a valid PostgreSQL connection string ({_PG_HELP})") from None
+        if url.drivername.partition("+")[0] not in ("postgres", "postgresql"):
+            raise ValueError(f"unsupported URL scheme {url.drivername!r} for PostgreSQL ({_PG_HELP})")
+        return with_psycopg(url)
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        params = {k: str(v) for k, v in conninfo_to_dict(text).items() if v is not None}
+    except Exception:
+        raise ValueError(f"not a valid PostgreSQL connection string ({_PG_HELP})") from None
+    if not params:
+        raise ValueError(f"not a valid PostgreSQL connection string ({_PG_HELP})")
+    port = params.pop("port", None)
+    if port is not None and not port.isdigit():
+        raise ValueError("the port in the PostgreSQL connection string is not a number")
+    return URL.create(
+        "postgresql+psycopg",
+        username=params.pop("user", None),
+        password=params.pop("password", None),
+        host=params.pop("host", None),
+        port=int(port) if port is not None else None,
+        database=params.pop("dbname", None),
+        query=params,
+    )

@@ -1,0 +1,168 @@
+"""The service's smaller sections: auth, the lakeFS credentials, logging, the sensors, the validator,
+object transfer and Spark."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Literal
+
+from .errors import _FieldError, _Parts
+from .values import (
+    ByteSize,
+    GiB,
+    MiB,
+    Secret,
+    _at_least,
+    _between,
+    _meta,
+    _nonempty,
+    _optional_http_url,
+    _positive_duration,
+)
+
+__all__ = [
+    "AuthApiConfig",
+    "AuthCacheConfig",
+    "AuthConfig",
+    "CommitSensorConfig",
+    "EncryptConfig",
+    "LakeFSCredentials",
+    "LoggingConfig",
+    "MirrorsManagerConfig",
+    "SparkConfig",
+    "TransferConfig",
+    "ValidatorConfig",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class EncryptConfig:
+    """``auth.encrypt``; the key must equal the lakeFS installation's ``auth.encrypt.secret_key``."""
+
+    secret_key: Secret = field(metadata=_meta(_nonempty))
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuthApiConfig:
+    """``auth.api``: an external auth service; empty means lakeFS's own (KV-based) auth."""
+
+    endpoint: str = field(default="", metadata=_meta(_optional_http_url))
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuthCacheConfig:
+    """``auth.cache``; size and TTL default to lakeFS's own auth cache defaults (1024 entries, 20s)."""
+
+    enabled: bool = False
+    size: int = field(default=1024, metadata=_meta(_at_least(1)))
+    ttl: timedelta = field(default=timedelta(seconds=20), metadata=_meta(_positive_duration))
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuthConfig:
+    """``auth``: how the service API checks the callers' lakeFS credentials."""
+
+    encrypt: EncryptConfig
+    api: AuthApiConfig = field(default_factory=AuthApiConfig)
+    cache: AuthCacheConfig = field(default_factory=AuthCacheConfig)
+
+
+_PYTHON_LEVELS = {
+    "DEBUG": logging.DEBUG,
+    "INFO": logging.INFO,
+    "WARN": logging.WARNING,
+    "ERROR": logging.ERROR,
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoggingConfig:
+    """``logging``: level (``WARNING`` is accepted for ``WARN``) and ``text`` or ``json`` format."""
+
+    level: Literal["DEBUG", "INFO", "WARN", "ERROR"] = "INFO"
+    format: Literal["text", "json"] = "text"
+
+    @property
+    def python_level(self) -> int:
+        """The ``logging`` module's number for ``level``."""
+        return _PYTHON_LEVELS[self.level]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommitSensorConfig:
+    """``commit_sensor``: how often and how widely source branches are scanned for new commits."""
+
+    process_branches_duration: timedelta = field(default=timedelta(minutes=1), metadata=_meta(_positive_duration))
+    branches_scanner_concurrency_limit: int = field(default=10, metadata=_meta(_at_least(1)))
+    list_branch_page_size: int = field(default=1000, metadata=_meta(_at_least(1)))
+    log_commit_page_size: int = field(default=1000, metadata=_meta(_at_least(1)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class MirrorsManagerConfig:
+    """``mirrors_manager``: how often mirror definitions are reconciled with the destinations."""
+
+    process_mirrors_interval_duration: timedelta = field(
+        default=timedelta(seconds=20), metadata=_meta(_positive_duration)
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidatorConfig:
+    """``validator``: checks that everything a commit references is at the destination before promotion."""
+
+    run_interval: timedelta = field(default=timedelta(minutes=1), metadata=_meta(_positive_duration))
+    num_workers: int = field(default=3, metadata=_meta(_at_least(1)))
+    cooldown_on_missing: timedelta = field(default=timedelta(minutes=1), metadata=_meta(_at_least(timedelta(0))))
+    cooldown_on_error: timedelta = field(default=timedelta(minutes=1), metadata=_meta(_at_least(timedelta(0))))
+
+
+@dataclass(frozen=True, kw_only=True)
+class LakeFSCredentials:
+    """The replication user's lakeFS access key (same on every installation, per the reference)."""
+
+    access_key_id: str = ""
+    secret_access_key: Secret = field(default_factory=Secret)
+
+    def _validate(self, parts: _Parts) -> None:
+        if self.access_key_id and not self.secret_access_key:
+            raise _FieldError((*parts, "secret_access_key"), "required when access_key_id is set")
+        if self.secret_access_key and not self.access_key_id:
+            raise _FieldError((*parts, "access_key_id"), "required when secret_access_key is set")
+
+    @property
+    def is_set(self) -> bool:
+        return bool(self.access_key_id)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransferConfig:
+    """``transfer``: how objects and metadata files are moved (``copy``) or awaited (``external``)."""
+
+    concurrency: int = field(default=16, metadata=_meta(_at_least(1)))
+    multipart_threshold: ByteSize = field(
+        default=64 * MiB, metadata=_meta(_between(1, 5 * GiB, "S3 single uploads stop at 5 GiB"))
+    )
+    multipart_chunk_size: ByteSize = field(
+        default=16 * MiB, metadata=_meta(_between(5 * MiB, 5 * GiB, "S3 parts are 5 MiB to 5 GiB"))
+    )
+    strict_full_addresses: bool = False
+    mode: Literal["copy", "external"] = "copy"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SparkConfig:
+    """``spark``: the session used for distributed validation (and, when enabled, object transfer);
+    ``conf`` values are passed as strings. Transfers of fewer than ``transfer_threshold_objects`` objects
+    stay in-process: below it Spark's scheduling costs more than it saves (``benchmarks/transfer_paths.py``)."""
+
+    master: str = field(default="local[*]", metadata=_meta(_nonempty))
+    conf: Mapping[str, str] = field(default_factory=dict, metadata=_meta(stringify=True))
+    transfer_enabled: bool = False
+    # Measured crossover on a loaded 2-core machine, local[2]: ~5,750 objects (benchmarks/transfer_paths.py).
+    transfer_threshold_objects: int = field(default=6000, metadata=_meta(_at_least(0)))
+    transfer_max_partitions: int = field(default=8, metadata=_meta(_at_least(1)))
+    validation_threshold_ranges: int = field(default=16, metadata=_meta(_at_least(0)))
