@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from lakefs_mirror_dagster.cli import main
+from lakefs_mirror_dagster.config import dump_example_config
 from tests.cli_process import run_cli
 from tests.graveler.sstable_writer import encode_entry, write_lakefs_file
 from tests.shared_fixtures import SSTABLE_FIXTURES
@@ -57,14 +58,23 @@ def _missing_file(path: Path) -> list[str]:
     return ["sst", "cat", str(path)]
 
 
+def _bad_policies_file(path: Path) -> list[str]:
+    path.mkdir()
+    (path / "c.yaml").write_text(dump_example_config())
+    (path / "c.yaml").chmod(0o600)
+    (path / "policies.yaml").write_text("policies: {not: a list}\n")
+    return ["--config", str(path / "c.yaml"), "serve", "--policies", str(path / "policies.yaml")]
+
+
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
         (_corrupt_record_file, "record b'a': catalog.Entry: field 1 overruns"),
         (_bad_config_value, "lakefs-mirror: config: regional_endpoint: 'ftp://127.0.0.1:1'"),
         (_missing_file, "No such file"),
+        (_bad_policies_file, "expected a mapping with a 'policies' list"),
     ],
-    ids=["corrupt-record", "bad-config-value", "missing-file"],
+    ids=["corrupt-record", "bad-config-value", "missing-file", "bad-policies-file"],
 )
 def test_expected_failure_is_one_line_and_status_2(
     tmp_path: Path, command: Callable[[Path], list[str]], expected: str

@@ -298,7 +298,14 @@ def _build(state: _State | None) -> FastAPI:
     )
     def delete_mirror(repo: RepoParam, mirror_id: MirrorIdParam, who: Who, request: Request) -> Response:
         st = _state(request)
-        mirror = _mirror_of(st, repo, mirror_id)
+        try:
+            mirror = _mirror_of(st, repo, mirror_id)
+        except ApiError as exc:
+            # Permission before existence: a caller who may not delete mirrors gets 403 for any id, so it cannot
+            # probe which ids exist. The reference's resource for deleting is the mirror's repository, by id.
+            if exc.status == 404:
+                _authorize(st, who, rbac.delete_mirror_permissions(mirror_id))
+            raise
         _authorize(st, who, rbac.delete_mirror_permissions(mirror.name))
         if mirror.state not in (MirrorState.DELETING, MirrorState.DELETED):
             st.service.mirrors.set_state(mirror.id, MirrorState.DELETING, f"deleted by {who.user_id}", None)

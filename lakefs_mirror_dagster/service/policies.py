@@ -17,30 +17,32 @@ from typing import Any
 
 import yaml
 
+from ..config import ConfigError
 from .rbac import PolicySet
 
 __all__ = ["load_policies"]
 
 
 def load_policies(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, list[str]] | None]:
-    """``(policies, user_policies)`` for ``create_app``/``serve``; ValueError naming the file and problem."""
+    """``(policies, user_policies)`` for ``create_app``/``serve``; ``ConfigError`` naming the file and problem
+    (so ``serve --policies`` with a bad file is one line, never a traceback)."""
     p = Path(path)
     try:
         raw = yaml.safe_load(p.read_text())
     except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"cannot read policies file {p}: {exc}") from None
+        raise ConfigError(f"cannot read policies file {p}: {exc}") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("policies"), list):
-        raise ValueError(f"policies file {p}: expected a mapping with a 'policies' list")
+        raise ConfigError(f"policies file {p}: expected a mapping with a 'policies' list")
     unknown = set(raw) - {"policies", "users"}
     if unknown:
-        raise ValueError(f"policies file {p}: unknown keys {sorted(unknown)} (expected 'policies', 'users')")
+        raise ConfigError(f"policies file {p}: unknown keys {sorted(unknown)} (expected 'policies', 'users')")
     users = raw.get("users")
     if users is not None and (not isinstance(users, dict) or not all(isinstance(v, list) for v in users.values())):
-        raise ValueError(f"policies file {p}: 'users' must map a user or access key id to a list of policy ids")
+        raise ConfigError(f"policies file {p}: 'users' must map a user or access key id to a list of policy ids")
     policies: list[dict[str, Any]] = raw["policies"]
     user_policies = {str(k): [str(x) for x in v] for k, v in users.items()} if users is not None else None
     try:
         PolicySet(policies, user_policies)  # validate now, with the file name in the message
     except ValueError as exc:
-        raise ValueError(f"policies file {p}: {exc}") from None
+        raise ConfigError(f"policies file {p}: {exc}") from None
     return policies, user_policies

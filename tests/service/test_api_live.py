@@ -195,7 +195,16 @@ def test_policies_allow_and_deny_live(serve_api, lakefs_env, client_for, unique_
         dev = unique_name("dev")
         answer = _create(api, repo, {"name": dev, "region": "region-b", "storage_namespace": b.namespace_for(dev)})
         assert answer.status == 201
+        dev_id = answer.body["id"]
+        # allowed to delete: an id that does not exist is a plain 404
+        gone = curl(f"{_mirrors_url(api, repo)}/no-such-mirror", "-u", api.user, "-X", "DELETE")
+        assert gone.status == 404
     # the same key, mapped to no policy: nothing allowed, listing included
     with serve_api(policies=policies, user_policies={"someone-else": ["Mirrors"]}) as api:
         answer = curl(_mirrors_url(api, repo), "-u", api.user, "-s")
         assert answer.status == 403 and "fs:ListRepositories" in answer.body["message"]
+        # permission before existence: the same 403 for an existing mirror and for an id that does not exist
+        for mirror_id in (dev_id, "no-such-mirror"):
+            denied = curl(f"{_mirrors_url(api, repo)}/{mirror_id}", "-u", api.user, "-X", "DELETE")
+            assert denied.status == 403 and "fs:DeleteRepository" in denied.body["message"], (mirror_id, denied)
+        assert api.service.mirrors.get_mirror(dev_id).state.value != "deleting"
