@@ -20,11 +20,20 @@ from .binder import _fields_of, _hints_of, _unwrap_optional
 from .errors import _FieldError, _Parts
 from .model import ReplicationConfig
 
-__all__ = ["CONFIG_PATH_ENV", "ENV_PREFIX"]
+__all__ = ["CONFIG_PATH_ENV", "ENV_PREFIX", "REFERENCE_SECRET_NAMES"]
 
 ENV_PREFIX = "REPLICATION_"
 #: Names the config file when ``load_config`` gets no path (read by the loader, never a setting itself).
 CONFIG_PATH_ENV = "REPLICATION_CONFIG"
+
+#: The reference's secret names (the keys of its Kubernetes secret, which ``extraEnvVarsSecret`` turns into
+#: environment variables of exactly these names) and the ``REPLICATION_*`` variable each stands for.
+#: A ``REPLICATION_*`` variable for the same field wins.
+REFERENCE_SECRET_NAMES = {
+    "source_lakefs_access_key_id": "REPLICATION_LAKEFS_ACCESS_KEY_ID",
+    "source_lakefs_secret_access_key": "REPLICATION_LAKEFS_SECRET_ACCESS_KEY",
+    "auth_encrypt_secret_key": "REPLICATION_AUTH_ENCRYPT_SECRET_KEY",
+}
 
 # Kubernetes injects these for a Service named "replication"; they are not settings.
 _K8S_SERVICE_LINK = re.compile(
@@ -196,18 +205,30 @@ def _set_raw(raw: dict[str, Any], parts: _Parts, value: Any) -> None:
     node[parts[-1]] = value
 
 
+def _reference_secret_vars(env: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(variable, ``REPLICATION_*`` name it stands for) for the reference's secret names present in ``env``."""
+    found = []
+    for name, target in REFERENCE_SECRET_NAMES.items():
+        for var in (name, name.upper()):
+            if env.get(var):
+                found.append((var, target))
+                break
+    return found
+
+
 def _apply_env(raw: dict[str, Any], env: Mapping[str, str]) -> dict[_Parts, str]:
-    """Overlay ``REPLICATION_*`` variables onto ``raw``; returns which variable set which path."""
+    """Overlay the reference's secret names, then ``REPLICATION_*`` variables (which win), onto ``raw``;
+    returns which variable set which path."""
     origins: dict[_Parts, str] = {}
     names = sorted(
         (n for n in env if n.upper().startswith(ENV_PREFIX) and n.upper() != CONFIG_PATH_ENV),
         key=lambda n: (len(n), n),
     )  # shorter first: a whole map from JSON, then per-key variables on top of it
-    for var in names:
+    for var, as_name in [*_reference_secret_vars(env), *((n, n) for n in names)]:
         text = env[var]
         if text == "" or _K8S_SERVICE_LINK.match(var.upper()):
             continue
-        tokens = _env_tokens(var[len(ENV_PREFIX) :])
+        tokens = _env_tokens(as_name[len(ENV_PREFIX) :])
         if not tokens:
             continue
         ctx = _EnvContext(raw, var)

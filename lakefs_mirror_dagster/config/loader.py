@@ -4,6 +4,7 @@ from both, with every error naming the field and where its value came from."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import typing
 from collections.abc import Mapping
@@ -20,6 +21,17 @@ from .model import ReplicationConfig
 from .stores import BlockstoreConfig, StoreConfig
 
 __all__ = ["dump_example_config", "load_config", "parse_config", "parse_store"]
+
+log = logging.getLogger(__name__)
+
+#: A reference key this service accepts and ignores: the lakeFS Helm chart fills it in for its own replication
+#: service, which keeps commit and range metadata in a database of its own. Here that metadata is read from the
+#: source (its lakeFS API or store) and written only into the mirror's store and lakeFS.
+NOT_NEEDED = "refstore_database"
+NOT_NEEDED_WHY = (
+    "commits, ranges and metaranges are read from the source repository and written into the mirror's own "
+    "store and lakeFS, so no separate metadata database is kept"
+)
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -76,6 +88,8 @@ def parse_config(
     """
     raw: dict[str, Any] = _deep_copy(data) if data else {}
     origins: dict[_Parts, str] = {}
+    if raw.pop(NOT_NEEDED, None) is not None:
+        log.info("%s is not needed and not used: %s", NOT_NEEDED, NOT_NEEDED_WHY)
     try:
         if env:
             origins = _apply_env(raw, env)

@@ -1,0 +1,54 @@
+"""Names the reference uses that are not ``REPLICATION_*`` fields: its Kubernetes secret's keys (which become
+environment variables of exactly those names) and ``refstore_database``."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from lakefs_mirror_dagster.config import ConfigError, parse_config
+from tests.config.test_config import minimal, without
+
+
+def _without_secrets() -> dict[str, object]:
+    return without(without(minimal(), "lakefs"), "auth.encrypt.secret_key")
+
+
+def test_the_reference_secret_names_fill_the_credentials_and_the_encryption_key() -> None:
+    env = {
+        "source_lakefs_access_key_id": "AKIAFROMSECRET",
+        "source_lakefs_secret_access_key": "secret-from-k8s",
+        "auth_encrypt_secret_key": "encrypt-from-k8s",
+    }
+    config = parse_config(_without_secrets(), env=env)
+    assert config.lakefs.access_key_id == "AKIAFROMSECRET"
+    assert config.lakefs.secret_access_key.reveal() == "secret-from-k8s"
+    assert config.auth.encrypt.secret_key.reveal() == "encrypt-from-k8s"
+    assert "secret-from-k8s" not in repr(config)
+
+
+def test_upper_case_spelling_works_and_replication_variables_win() -> None:
+    env = {
+        "AUTH_ENCRYPT_SECRET_KEY": "from-reference-name",
+        "source_lakefs_access_key_id": "AKIAFROMSECRET",
+        "REPLICATION_LAKEFS_ACCESS_KEY_ID": "AKIAEXPLICIT",
+        "source_lakefs_secret_access_key": "s",
+    }
+    config = parse_config(_without_secrets(), env=env)
+    assert config.auth.encrypt.secret_key.reveal() == "from-reference-name"
+    assert config.lakefs.access_key_id == "AKIAEXPLICIT"
+
+
+def test_without_them_the_missing_secret_is_still_named() -> None:
+    with pytest.raises(ConfigError, match="auth.encrypt.secret_key"):
+        parse_config(_without_secrets(), env={"source_lakefs_access_key_id": "A", "source_lakefs_secret_access_key": "s"})
+
+
+def test_refstore_database_is_accepted_and_said_to_be_unused(caplog: pytest.LogCaptureFixture) -> None:
+    lakefs_style = {"type": "postgres", "postgres": {"connection_string": "postgres://u:p@db:5432/lakefs"}}
+    with caplog.at_level(logging.INFO, logger="lakefs_mirror_dagster.config"):
+        config = parse_config(minimal(refstore_database=lakefs_style))
+    assert config.region == "us-east-1"
+    assert any("refstore_database is not needed" in r.getMessage() for r in caplog.records)
+    assert "u:p@" not in caplog.text
