@@ -41,8 +41,9 @@ def test_upper_case_spelling_works_and_replication_variables_win() -> None:
 
 
 def test_without_them_the_missing_secret_is_still_named() -> None:
-    with pytest.raises(ConfigError, match="auth.encrypt.secret_key"):
-        parse_config(_without_secrets(), env={"source_lakefs_access_key_id": "A", "source_lakefs_secret_access_key": "s"})
+    env = {"source_lakefs_access_key_id": "A", "source_lakefs_secret_access_key": "s"}
+    with pytest.raises(ConfigError, match=r"auth\.encrypt\.secret_key"):
+        parse_config(_without_secrets(), env=env)
 
 
 def test_refstore_database_is_accepted_and_said_to_be_unused(caplog: pytest.LogCaptureFixture) -> None:
