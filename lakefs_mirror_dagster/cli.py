@@ -73,14 +73,21 @@ def _sync(args: argparse.Namespace) -> int:
         service: ReplicationService = SparkTransferService(config, session)
     else:
         service = ReplicationService(config)
-    interval = config.commit_sensor.process_branches_duration.total_seconds()
+    # Full passes every process_branches_duration; between them, every validator.run_interval, a retry pass
+    # over the blocked branches whose cooldown has ended (none due: nothing printed). Each wake is a pass.
+    full_every = config.commit_sensor.process_branches_duration.total_seconds()
+    retry_every = config.validator.run_interval.total_seconds()
+    next_full = next_retry = time.monotonic()
     ok = True
     try:
         for n in range(args.max_passes if args.max_passes else 1 if args.once else 10**12):
             if n:
-                time.sleep(interval)
-            results = service.sync(name=args.mirror, branches=args.branch or None)
-            if args.mirror and not results:
+                time.sleep(max(0.0, min(next_full, next_retry) - time.monotonic()))
+            full = time.monotonic() >= next_full
+            results = service.sync(name=args.mirror, branches=args.branch or None, due_only=not full)
+            done = time.monotonic()  # intervals run from the end of a pass, as the sleep between passes did
+            next_full, next_retry = (done + full_every if full else next_full), done + retry_every
+            if full and args.mirror and not results:
                 print(
                     f"lakefs-mirror: no mirror named {args.mirror!r} in region {config.region}",
                     file=sys.stderr,
@@ -88,7 +95,8 @@ def _sync(args: argparse.Namespace) -> int:
                 return 2
             for result in results:
                 print(json.dumps(result.to_json()) if args.json else format_sync_result(result), flush=True)
-            ok = all(r.ok for r in results)
+            if full or results:
+                ok = all(r.ok for r in results)
     finally:
         service.close()
         if session is not None:

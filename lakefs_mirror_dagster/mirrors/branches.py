@@ -1,11 +1,12 @@
-"""Per-branch state of a mirror: the source head the sensor saw, the mirrored commit, when, and the lag."""
+"""Per-branch state of a mirror: the source head the sensor saw, the mirrored commit, when, and the lag, and
+while a sync is blocked, when it may be tried again."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, case, delete, select
 from sqlalchemy.exc import IntegrityError
 
 from .errors import InvalidMirrorSpec, MirrorNotFound
@@ -30,11 +31,13 @@ class BranchRecords(Transactions):
         mirrored_commit_id: str | None = None,
         promoted_at: datetime | None = None,
         lag_seconds: float | None = None,
+        unblock: bool = False,
     ) -> MirrorBranch:
         """Upsert what we know about a branch; arguments left as None keep their stored value.
 
         The sensor records the source head it saw; the promote step records the mirrored commit, when,
         and the lag. Both may write at once: each row update is atomic and touches only its own fields.
+        ``unblock`` also clears the retry schedule (``block_branch``): the branch synced.
         """
         _check_branch(branch)
         for field_name, value in (
@@ -60,14 +63,44 @@ class BranchRecords(Transactions):
             if v is not None
         }
         changes["updated_at"] = utc_now()
+        if unblock:
+            changes.update(blocked_commit_id=None, blocked_reason=None, retry_after=None, blocked_attempts=0)
+        return self._upsert(mirror_id, branch, changes, changes)
+
+    def block_branch(
+        self, mirror_id: str, branch: str, *, commit_id: str, reason: str, retry_after: datetime
+    ) -> MirrorBranch:
+        """Record that syncing ``branch`` to source commit ``commit_id`` was blocked, why, and the earliest
+        time to try again. ``blocked_attempts`` counts the blocked tries of that same commit (1 for the
+        first), in the database itself, so two writers never both count the same number."""
+        _check_branch(branch)
+        if not isinstance(commit_id, str) or not 0 < len(commit_id) <= 128:
+            raise InvalidMirrorSpec("commit_id must be a non-empty string of at most 128 characters")
+        if not isinstance(reason, str) or not 0 < len(reason) <= 16:
+            raise InvalidMirrorSpec(f"invalid block reason {reason!r}")
+        if not isinstance(retry_after, datetime) or retry_after.tzinfo is None:
+            raise InvalidMirrorSpec(f"retry_after must be a timezone-aware datetime, got {retry_after!r}")
+        fields = {"blocked_commit_id": commit_id, "blocked_reason": reason, "retry_after": retry_after}
+        same = mirror_branches.c.blocked_commit_id == commit_id
+        attempts = case((same, mirror_branches.c.blocked_attempts + 1), else_=1)
+        now = utc_now()
+        return self._upsert(
+            mirror_id,
+            branch,
+            {**fields, "blocked_attempts": 1, "updated_at": now},
+            {**fields, "blocked_attempts": attempts, "updated_at": now},
+        )
+
+    def _upsert(self, mirror_id: str, branch: str, insert: dict[str, Any], update: dict[str, Any]) -> MirrorBranch:
+        """Insert the branch row with ``insert``, or update the existing one with ``update``; the row after."""
 
         def op(conn: Connection) -> MirrorBranch:
             if select_mirror(conn, mirror_id) is None:
                 raise MirrorNotFound(f"no mirror with id {mirror_id!r}", mirror_id=mirror_id)
-            stmt = self._insert(mirror_branches).values(mirror_id=mirror_id, branch=branch, **changes)
+            stmt = self._insert(mirror_branches).values(mirror_id=mirror_id, branch=branch, **insert)
             conn.execute(
                 stmt.on_conflict_do_update(
-                    index_elements=[mirror_branches.c.mirror_id, mirror_branches.c.branch], set_=changes
+                    index_elements=[mirror_branches.c.mirror_id, mirror_branches.c.branch], set_=update
                 )
             )
             found = _select_branches(conn, mirror_id, branch)
@@ -124,6 +157,10 @@ def _select_branches(conn: Connection, mirror_id: str, branch: str | None = None
             promoted_at=r["promoted_at"],
             lag_seconds=r["lag_seconds"],
             updated_at=r["updated_at"],
+            blocked_commit_id=r["blocked_commit_id"],
+            blocked_reason=r["blocked_reason"],
+            retry_after=r["retry_after"],
+            blocked_attempts=int(r["blocked_attempts"] or 0),
         )
         for r in conn.execute(stmt.order_by(mirror_branches.c.branch)).mappings()
     ]

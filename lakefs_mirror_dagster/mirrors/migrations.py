@@ -11,7 +11,7 @@ import zlib
 
 from sqlalchemy import Connection, inspect, text
 
-from .schema import metadata, validated_ranges
+from .schema import metadata, mirror_branches, validated_ranges
 
 __all__ = ["upgrade_schema"]
 
@@ -32,3 +32,14 @@ def _add_missing_columns(conn: Connection) -> None:
     columns = {c["name"] for c in inspect(conn).get_columns(validated_ranges.name)}
     if "fingerprint" not in columns:
         conn.execute(text("ALTER TABLE validated_ranges ADD COLUMN fingerprint VARCHAR(512) NOT NULL DEFAULT ''"))
+    branch_columns = {c["name"] for c in inspect(conn).get_columns(mirror_branches.name)}
+    for name in _BRANCH_RETRY_COLUMNS:
+        if name not in branch_columns:
+            column = mirror_branches.c[name]
+            ddl = column.type.compile(dialect=conn.dialect)
+            rest = "" if column.nullable else f" NOT NULL DEFAULT {column.server_default.arg}"  # type: ignore[union-attr]
+            conn.execute(text(f"ALTER TABLE mirror_branches ADD COLUMN {name} {ddl}{rest}"))
+
+
+#: The retry schedule's columns of ``mirror_branches`` (added after the table first shipped).
+_BRANCH_RETRY_COLUMNS = ("blocked_commit_id", "blocked_reason", "retry_after", "blocked_attempts")

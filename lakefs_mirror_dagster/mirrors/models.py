@@ -150,6 +150,12 @@ class MirrorBranch:
     promoted_at: datetime | None
     lag_seconds: float | None
     updated_at: datetime
+    #: Set while the branch's sync is blocked at ``blocked_commit_id`` (its source head then): why
+    #: (``missing`` or ``error``), the earliest time it may be tried again, and how many tries were blocked.
+    blocked_commit_id: str | None = None
+    blocked_reason: str | None = None
+    retry_after: datetime | None = None
+    blocked_attempts: int = 0
 
     @property
     def in_sync(self) -> bool:
@@ -169,6 +175,10 @@ class MirrorBranch:
             "promoted_at": iso(self.promoted_at),
             "lag_seconds": self.lag_seconds,
             "updated_at": self.updated_at.isoformat(),
+            "blocked_commit_id": self.blocked_commit_id,
+            "blocked_reason": self.blocked_reason,
+            "retry_after": iso(self.retry_after),
+            "blocked_attempts": self.blocked_attempts,
         }
 
 

@@ -100,6 +100,13 @@ mirror_branches = Table(
     Column("promoted_at", UTCDateTime, nullable=True),
     Column("lag_seconds", Float, nullable=True),
     Column("updated_at", UTCDateTime, nullable=False),
+    # The retry schedule of a branch whose sync was blocked (replication/retry.py): the source commit it was
+    # blocked at, why ("missing" or "error"), the earliest time it may be tried again and how many blocked
+    # tries that commit has had. All NULL (attempts 0) once the branch syncs or its source head moves.
+    Column("blocked_commit_id", String(128), nullable=True),
+    Column("blocked_reason", String(16), nullable=True),
+    Column("retry_after", UTCDateTime, nullable=True),
+    Column("blocked_attempts", Integer, nullable=False, server_default="0"),
 )
 
 validated_ranges = Table(

@@ -11,8 +11,10 @@ from .engine import (
     ValidatedCache,
     in_process_validator,
 )
+from .plugs import RefGate
 from .range_transfer import RangeSource, RangeTransferSummary, transfer_range
-from .results import PROMOTED, MirrorSyncResult, RefAction, RefKind, RefResult, TransferStats
+from .results import PROMOTED, BlockReason, MirrorSyncResult, RefAction, RefKind, RefResult, TransferStats
+from .retry import BranchBlock, RetrySchedule, pending_block
 from .service import RETIRING, ReplicationService
 from .source import ApiObjectReader, RepositorySource, SourceReader
 from .storages import StorageDescription, describe_storages, missing_stores
@@ -22,6 +24,8 @@ __all__ = [
     "PROMOTED",
     "RETIRING",
     "ApiObjectReader",
+    "BlockReason",
+    "BranchBlock",
     "EngineSettings",
     "MirrorEngine",
     "MirrorRefMoved",
@@ -32,12 +36,14 @@ __all__ = [
     "RangeValidation",
     "RangeValidator",
     "RefAction",
+    "RefGate",
     "RefKind",
     "RefRecorder",
     "RefResult",
     "ReplicationError",
     "ReplicationService",
     "RepositorySource",
+    "RetrySchedule",
     "SourceReader",
     "StorageDescription",
     "TransferStats",
@@ -46,6 +52,7 @@ __all__ = [
     "in_process_validator",
     "metadata_uri",
     "missing_stores",
+    "pending_block",
     "read_metarange",
     "transfer_range",
     "validate_range",

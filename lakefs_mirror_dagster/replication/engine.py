@@ -25,9 +25,17 @@ from .failpoints import failpoint
 from .heads import branch_head, branch_heads, differing, tag_commits
 from .namespaces import is_mirror_repository
 from .planner import CommitPlanner
-from .plugs import RangeBatch, RangeTransferer, RangeValidator, RefRecorder, ValidatedCache, in_process_validator
+from .plugs import (
+    RangeBatch,
+    RangeTransferer,
+    RangeValidator,
+    RefGate,
+    RefRecorder,
+    ValidatedCache,
+    in_process_validator,
+)
 from .range_transfer import transfer_range
-from .results import MirrorSyncResult, RefAction, RefKind, RefResult, TransferStats
+from .results import BlockReason, MirrorSyncResult, RefAction, RefKind, RefResult, TransferStats
 from .source import RepositorySource
 from .validation import MAX_REPORTED, describe_failure, metadata_uri, read_metarange
 
@@ -136,8 +144,9 @@ class MirrorEngine:
             )
 
     # ------------------------------------------------------------------ whole mirror
-    def sync(self, *, branches: Iterable[str] | None = None) -> MirrorSyncResult:
-        """One pass over every branch (or the named ones) and, unless disabled, every tag."""
+    def sync(self, *, branches: Iterable[str] | None = None, gate: RefGate | None = None) -> MirrorSyncResult:
+        """One pass over every branch (or the named ones) and, unless disabled, every tag. A branch ``gate``
+        answers for (the retry schedule's cooldown) is reported as the gate says instead of being synced."""
         started = time.monotonic()
         result = MirrorSyncResult(mirror=self.mirror_repo, source_repository=self.source.repository)
         self.ensure_mirror_repository()
@@ -148,7 +157,9 @@ class MirrorEngine:
         for name in sorted(set(src_branches) | set(dst_branches)):
             if wanted is not None and name not in wanted:
                 continue
-            result.refs.append(self.sync_ref(RefKind.BRANCH, name, src_branches.get(name), dst_branches.get(name)))
+            heads = src_branches.get(name), dst_branches.get(name)
+            held = gate(RefKind.BRANCH, name, *heads) if gate is not None else None
+            result.refs.append(held or self.sync_ref(RefKind.BRANCH, name, *heads))
         if self.settings.mirror_tags and branches is None:
             result.refs.extend(self._sync_differing_tags())
         result.duration_seconds = time.monotonic() - started
@@ -196,6 +207,7 @@ class MirrorEngine:
                 result.stats = prepared.stats
                 if prepared.error is not None:
                     result.action, result.error = RefAction.BLOCKED, prepared.error
+                    result.blocked_by = BlockReason.MISSING
                 else:
                     result.action = self.promote(prepared, mirror_commit)
                     result.mirror_commit = source_commit
@@ -203,6 +215,7 @@ class MirrorEngine:
         except Exception as exc:
             log.exception("syncing %s %s of %s failed", kind, name, self.mirror_repo)
             result.action, result.error = RefAction.BLOCKED, f"{type(exc).__name__}: {exc}"
+            result.blocked_by = BlockReason.ERROR
         result.duration_seconds = time.monotonic() - started
         if self.recorder is not None:
             self.recorder(result)

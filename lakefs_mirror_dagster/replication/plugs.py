@@ -9,10 +9,18 @@ from typing import Protocol
 
 from ..lakefs import Commit
 from ..storage import Blockstore
-from .results import RefResult, TransferStats
+from .results import RefKind, RefResult, TransferStats
 from .validation import RangeValidation, validate_range
 
-__all__ = ["RangeBatch", "RangeTransferer", "RangeValidator", "RefRecorder", "ValidatedCache", "in_process_validator"]
+__all__ = [
+    "RangeBatch",
+    "RangeTransferer",
+    "RangeValidator",
+    "RefGate",
+    "RefRecorder",
+    "ValidatedCache",
+    "in_process_validator",
+]
 
 
 class ValidatedCache(Protocol):
@@ -40,6 +48,10 @@ RangeTransferer = Callable[[RangeBatch, Commit, TransferStats], None]
 #: Called with every ref result the engine produces (the service records branch states in the mirrors database),
 #: whichever caller ran the sync: the CLI's loop, the REST service or a Dagster run.
 RefRecorder = Callable[[RefResult], None]
+
+#: Asked before a pass syncs a ref (kind, name, source commit, mirror commit): a result to report instead of
+#: syncing it (a blocked branch still in its cooldown, ``retry.py``), or None to sync it.
+RefGate = Callable[[RefKind, str, str | None, str | None], RefResult | None]
 
 
 def in_process_validator(store: Blockstore, namespace: str, *, workers: int, strict: bool) -> RangeValidator:

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["PROMOTED", "MirrorSyncResult", "RefAction", "RefKind", "RefResult", "TransferStats"]
+__all__ = ["PROMOTED", "BlockReason", "MirrorSyncResult", "RefAction", "RefKind", "RefResult", "TransferStats"]
 
 
 class RefKind(StrEnum):
@@ -30,6 +30,17 @@ class RefAction(StrEnum):
     DELETED = "deleted"
     #: Not moved: transfer or validation failed (``RefResult.error`` says why); the mirror keeps its old commit.
     BLOCKED = "blocked"
+    #: Not tried in this pass: blocked at this same source commit before, and its cooldown has not ended.
+    DEFERRED = "deferred"
+
+
+class BlockReason(StrEnum):
+    """Why a ref was blocked, which picks its cooldown (``validator.cooldown_on_missing`` / ``_on_error``)."""
+
+    #: Objects, ranges or the metarange missing at the destination or failing validation there.
+    MISSING = "missing"
+    #: An exception: a store, lakeFS API or database failure, a source commit that does not verify, ...
+    ERROR = "error"
 
 
 #: Actions after which the mirror ref points at a commit it did not point at before.
@@ -116,6 +127,8 @@ class RefResult:
     lag_seconds: float | None = None
     duration_seconds: float = 0.0
     error: str | None = None
+    #: Set with ``blocked`` (and ``deferred``): why, which picks the cooldown before the next try.
+    blocked_by: BlockReason | None = None
 
     @property
     def ok(self) -> bool:

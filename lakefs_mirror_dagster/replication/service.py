@@ -18,6 +18,7 @@ from ..storage import Blockstore, StoreSpec
 from .engine import EngineSettings, MirrorEngine, RangeTransferer, RangeValidator, ReplicationError
 from .namespaces import check_namespace_free, is_mirror_repository
 from .results import MirrorSyncResult, RefAction, RefKind, RefResult
+from .retry import RetrySchedule
 from .source import RepositorySource
 from .storages import missing_stores
 
@@ -45,6 +46,7 @@ class ReplicationService:
             mirrors = MirrorStore(config.mirrors_database.sqlalchemy_url)
             mirrors.create_tables()
         self.mirrors = mirrors
+        self.retries = RetrySchedule(mirrors, config.validator)
         self._clients: dict[str, LakeFSClient] = {}
         self._stores: dict[tuple[str, str], Blockstore] = {}
 
@@ -217,15 +219,28 @@ class ReplicationService:
             client.delete_repository(mirror.name, force=True)
         self.mirrors.delete_mirror(mirror.id)
 
-    def sync(self, *, name: str | None = None, branches: list[str] | None = None) -> list[MirrorSyncResult]:
+    def sync(
+        self, *, name: str | None = None, branches: list[str] | None = None, due_only: bool = False
+    ) -> list[MirrorSyncResult]:
         """One pass over this region's mirrors: retire deleted ones, (re)activate pending and failed ones and
-        sync them with the active ones, record branch states. A mirror whose store is gone is reported."""
+        sync them with the active ones, record branch states. A mirror whose store is gone is reported. A
+        blocked branch still in its cooldown (``retry.py``) is not tried: it is reported ``deferred``.
+
+        ``due_only``: a retry pass (``validator.run_interval``): only the blocked branches of active mirrors
+        whose cooldown has ended; mirrors without any are left out of the results."""
         mine = list(self.my_mirrors())  # one listing serves the store check and the pass
         storeless = self.fail_storeless_mirrors(mine)
         results = []
         for mirror in mine:
             if name is not None and mirror.name != name:
                 continue
+            wanted = branches
+            if due_only:
+                if mirror.state != MirrorState.ACTIVE or mirror.id in storeless:
+                    continue
+                wanted = [b for b in self.retries.due_branches(mirror) if not branches or b in branches]
+                if not wanted:
+                    continue
             if mirror.id in storeless:
                 results.append(_not_synced(mirror, storeless[mirror.id]))
                 continue
@@ -234,7 +249,7 @@ class ReplicationService:
                     self.retire(mirror)
                     continue
                 mirror = self.activate(mirror)
-                result = self.engine_for(mirror).sync(branches=branches)
+                result = self.engine_for(mirror).sync(branches=wanted, gate=self.retries.gate(mirror))
             except MirrorsDatabaseError:
                 raise  # the pass cannot go on without the database: the caller reports it once
             except Exception as exc:
@@ -247,7 +262,8 @@ class ReplicationService:
 
     def record_ref(self, mirror: Mirror, ref: RefResult) -> None:
         """A branch's state in the mirrors database (what the API and ``status`` report); every engine this
-        service builds calls it for every ref it syncs, so the CLI, the REST service and Dagster runs agree."""
+        service builds calls it for every ref it syncs, so the CLI, the REST service and Dagster runs agree.
+        A blocked branch gets its retry time (``RetrySchedule.note``); any other outcome clears it."""
         if ref.kind != RefKind.BRANCH:
             return
         if ref.action == RefAction.DELETED:
@@ -263,7 +279,9 @@ class ReplicationService:
             mirrored_commit_id=ref.mirror_commit,
             promoted_at=dt.datetime.now(dt.UTC) if ref.promoted else None,
             lag_seconds=ref.lag_seconds if ref.promoted else None,
+            unblock=ref.action != RefAction.BLOCKED,
         )
+        self.retries.note(mirror, ref)
 
 
 def _not_synced(mirror: Mirror, error: str) -> MirrorSyncResult:

@@ -5,18 +5,22 @@ is reported and skipped."""
 
 from __future__ import annotations
 
+import datetime as dt
+import time
 from urllib.parse import urlsplit
 
 import pytest
 from lakefs_mirror_devenv import Environment
 
 from .conftest import assert_mirror_equals_source, content
+from .test_retry_schedule import with_cooldowns
 
 pytestmark = pytest.mark.integration
 
 
 def test_a_rotten_object_blocks_only_its_branch(lakefs_env: Environment, isolated_regions, unique_name) -> None:
-    _, service = isolated_regions  # a mirrors database of this test's own: the whole pass is this test's
+    config_path, service = isolated_regions  # a mirrors database of this test's own: the whole pass is this test's
+    with_cooldowns(config_path("region-b"))  # a blocked branch is retried 2s later at the earliest
     src_svc, dst_svc = service("region-a"), service("region-b")
     src = src_svc.client("region-a")
     region_a, region_b = lakefs_env.region("region-a"), lakefs_env.region("region-b")
@@ -71,8 +75,11 @@ def test_a_rotten_object_blocks_only_its_branch(lakefs_env: Environment, isolate
     assert {t.id: t.commit_id for t in dst.list_tags(mirror)} == {"v1": src.get_branch_head(repo, "main")}
     assert_mirror_equals_source(src, other_repo, dst, mirrors[other_repo].name)
 
-    # Once the source serves the bytes lakeFS recorded again, the next pass promotes the branch.
+    # Once the source serves the bytes lakeFS recorded again, the first pass after the cooldown promotes it.
     s3.put_object(Bucket=physical.netloc, Key=key, Body=content("rot", 2000))
+    block = dst_svc.mirrors.get_branch(mirrors[repo].id, "bad")
+    assert block is not None and block.retry_after is not None, block
+    time.sleep(max(0.0, (block.retry_after - dt.datetime.now(dt.UTC)).total_seconds() + 0.1))
     [again] = dst_svc.sync(name=mirror)
     assert again.ok, again.to_json()
     assert dst.get_branch_head(mirror, "bad") == bad_head

@@ -4,12 +4,16 @@ Each tick compares the source repository's branches with the mirror's (both pagi
 new branch partitions, requests one run per branch that differs, and removes partitions of branches that
 exist on neither side. Run keys are ``<mirror>/<branch>/<source head>@<mirror head>``: the same state
 never launches two runs (a commit that fails validation is not retried every tick), and any change of
-either head, including a mirror branch moved by a concurrent run, gets a fresh run. A tick stops after
+either head, including a mirror branch moved by a concurrent run, gets a fresh run. A branch whose last run was
+blocked at its current source head (``replication/retry.py``) gets no run before its cooldown ends, and then
+one keyed ``<mirror>/<branch>/<source head>@<mirror head>/retry-<n>``, ``n`` being the number of blocked tries
+of that head so far: each retry is a new key, and the same retry is never requested twice. A tick stops after
 ``max_requests`` run requests or ``budget_seconds``; the cursor then says where the next tick resumes.
 Tags are compared as a whole set each tick: when they differ, one run of the mirror's ``tags`` asset is
 requested, keyed ``<mirror>/tags/<source digest>@<mirror digest>``.
 """
 
+import datetime as dt
 import json
 import time
 from dataclasses import dataclass, field
@@ -17,7 +21,7 @@ from dataclasses import dataclass, field
 import dagster as dg
 
 from ...mirrors import Mirror, MirrorState
-from ...replication import ReplicationService
+from ...replication import ReplicationService, pending_block
 from ...replication.heads import branch_heads, tag_commits
 from ..resources import ReplicationResource
 from .branch_heads import branch_partitions, branch_partitions_name, mirror_asset_key
@@ -41,8 +45,10 @@ def commit_sensor_name(mirror: str) -> str:
     return f"lakefs_mirror_{mirror.replace('-', '_')}_commits"
 
 
-def run_key(mirror: str, branch: str, source_head: str | None, mirror_head: str | None) -> str:
-    return f"{mirror}/{branch}/{source_head or 'deleted'}@{mirror_head or 'none'}"
+def run_key(mirror: str, branch: str, source_head: str | None, mirror_head: str | None, retry: int = 0) -> str:
+    """One run per state of the two heads, and per retry of a state whose runs were blocked."""
+    key = f"{mirror}/{branch}/{source_head or 'deleted'}@{mirror_head or 'none'}"
+    return f"{key}/retry-{retry}" if retry else key
 
 
 @dataclass
@@ -54,6 +60,8 @@ class BranchScan:
     delete: list[str] = field(default_factory=list)
     resume_after: str = ""
     scanned: int = 0
+    #: Differing branches blocked at their source head whose cooldown has not ended: no run this tick.
+    cooling: list[str] = field(default_factory=list)
 
 
 def scan_branches(
@@ -70,6 +78,8 @@ def scan_branches(
     page = service.config.commit_sensor.list_branch_page_size
     src = branch_heads(service.client(mirror.source_region), mirror.source_repository, page_size=page)
     dst = branch_heads(service.client(mirror.destination_region), mirror.name, page_size=page, missing_ok=True)
+    blocks = service.retries.blocks(mirror)
+    now = dt.datetime.now(dt.UTC)
     scan = BranchScan()
     for name in sorted(set(src) | set(dst)):
         if name <= after:
@@ -83,11 +93,15 @@ def scan_branches(
         if name not in known_partitions:
             scan.add.append(name)
         if source_head != mirror_head:
+            block = pending_block(blocks.get(name), source_head)
+            if block is not None and not block.due(now):
+                scan.cooling.append(name)
+                continue
             scan.requests.append(
                 dg.RunRequest(
                     partition_key=name,
                     asset_selection=[mirror_asset_key(mirror.name)],
-                    run_key=run_key(mirror.name, name, source_head, mirror_head),
+                    run_key=run_key(mirror.name, name, source_head, mirror_head, block.attempts if block else 0),
                     tags={"lakefs_mirror/mirror": mirror.name, "lakefs_mirror/branch": name},
                 )
             )
@@ -170,12 +184,14 @@ def build_commit_sensor(
         context.log.info(
             f"{mirror}: scanned {scan.scanned} branch(es), {len(scan.requests)} run(s) requested, "
             f"{len(scan.add)} partition(s) added, {len(scan.delete)} removed"
+            + (f", {len(scan.cooling)} blocked branch(es) in their cooldown" if scan.cooling else "")
             + (f", resuming after {scan.resume_after!r}" if scan.resume_after else "")
             + (", tags differ" if any(r.partition_key is None for r in scan.requests) else "")
         )
         if not scan.requests:
             return dg.SensorResult(
-                skip_reason=f"{mirror}: every scanned branch and the tags are in sync",
+                skip_reason=f"{mirror}: every scanned branch and the tags are in sync"
+                + (f", but for {len(scan.cooling)} blocked branch(es) in their cooldown" if scan.cooling else ""),
                 dynamic_partitions_requests=dynamic,
                 cursor=cursor,
             )
