@@ -88,13 +88,18 @@ def build_definitions(
 
 
 def _load_config(path: str) -> ReplicationConfig | None:
+    """The config, its ``logging`` section applied to this process (the code server, or a run worker, which
+    loads the definitions too); ``None`` if it is not usable."""
     from ..config import load_config
+    from ..logs import configure_logging
 
     try:
-        return load_config(path or None)
+        config = load_config(path or None)
     except Exception as exc:
         log.warning("lakefs-mirror: replication config %s not usable (%s); no mirror assets loaded", path, exc)
         return None
+    configure_logging(config.logging)
+    return config
 
 
 @dg.definitions
