@@ -211,9 +211,8 @@ def _serve(args: argparse.Namespace) -> int:
     service = ReplicationService(config)
     try:
         service.fail_storeless_mirrors()  # reported in each such mirror's state; the others are served
-        uvicorn_level = logging.getLevelName(config.logging.python_level).lower()  # uvicorn's own lines, too
-        serve(service, args.listen or config.listen_address, policies=policies, user_policies=users,
-              log_level=uvicorn_level)  # fmt: skip
+        level = logging.getLevelName(config.logging.python_level).lower()  # uvicorn's own lines follow it too
+        serve(service, args.listen or config.listen_address, policies=policies, user_policies=users, log_level=level)
     except KeyboardInterrupt:
         pass
     finally:

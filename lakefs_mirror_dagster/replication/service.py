@@ -234,8 +234,7 @@ class ReplicationService:
             try:  # one mirror that cannot be synced (source gone, region down, ...) never stops the others
                 if mirror.state in RETIRING:
                     self.retire(mirror)
-                    log.info("mirror %s deleted: its repository and its record are gone", mirror.name,
-                             extra=self._fields(mirror))  # fmt: skip
+                    log.info("mirror %s deleted (repository and record)", mirror.name, extra=self._fields(mirror))
                     continue
                 mirror = self.activate(mirror)
                 result = self.engine_for(mirror).sync(branches=branches)
