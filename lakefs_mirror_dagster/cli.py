@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
 from collections.abc import Sequence
@@ -51,17 +52,24 @@ def _devenv_down(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_service(args: argparse.Namespace) -> Any:
+def _load_config(args: argparse.Namespace) -> Any:
+    """The ``--config`` config, its ``logging`` section applied (every command that loads one comes here)."""
     from .config import load_config
+    from .logs import configure_logging
+
+    config = load_config(args.config)
+    configure_logging(config.logging)
+    return config
+
+
+def _load_service(args: argparse.Namespace) -> Any:
     from .replication import ReplicationService
 
-    return ReplicationService(load_config(args.config))
+    return ReplicationService(_load_config(args))
 
 
 def _sync(args: argparse.Namespace) -> int:
-    from .config import load_config
-
-    config = load_config(args.config)
+    config = _load_config(args)
     from .replication import ReplicationService
 
     session = None
@@ -203,16 +211,16 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from .config import load_config
     from .replication import ReplicationService
     from .service import load_policies, serve
 
-    config = load_config(args.config)
+    config = _load_config(args)
     policies, users = load_policies(args.policies) if args.policies else (None, None)
     service = ReplicationService(config)
     try:
         service.fail_storeless_mirrors()  # reported in each such mirror's state; the others are served
-        serve(service, args.listen or config.listen_address, policies=policies, user_policies=users)
+        level = logging.getLevelName(config.logging.python_level).lower()  # uvicorn's own lines follow it too
+        serve(service, args.listen or config.listen_address, policies=policies, user_policies=users, log_level=level)
     except KeyboardInterrupt:
         pass
     finally:
@@ -221,10 +229,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _storages_list(args: argparse.Namespace) -> int:
-    from .config import load_config
     from .replication import describe_storages
 
-    config = load_config(args.config)
+    config = _load_config(args)
     print(json.dumps([s.as_dict() for s in describe_storages(config)], indent=2))
     return 0
 

@@ -7,6 +7,7 @@ toolchain or a failed build is an error, never a skip.
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -130,3 +131,15 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     from lakefs_mirror_devenv import LAKEFS_VERSION, MINIO_VERSION, cache_dir
 
     return [f"lakeFS {LAKEFS_VERSION}, MinIO {MINIO_VERSION}, binaries cached in {cache_dir()}"]
+
+
+@pytest.fixture(autouse=True)
+def _package_logging_restored() -> Iterator[None]:
+    """A test that runs the CLI or loads the code location in-process configures the package's logging
+    (``logging.format``, its own handler); the next test starts from Python's defaults again."""
+    logger = logging.getLogger("lakefs_mirror_dagster")
+    handlers, level, propagate = list(logger.handlers), logger.level, logger.propagate
+    yield
+    logger.handlers[:] = handlers
+    logger.setLevel(level)  # (clears the loggers' cached levels)
+    logger.propagate = propagate

@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 LAYERS: dict[str, int] = {
     "errors": 0,
     "config": 1,
+    "logs": 2,
     "graveler": 2,
     "storage": 2,
     "lakefs": 2,

@@ -23,6 +23,7 @@ import dagster as dg
 from dagster._core.definitions.definitions_load_context import DefinitionsLoadContext, DefinitionsLoadType
 
 from ..config import ConfigError, ReplicationConfig
+from ..logs import log_fields
 from ..mirrors import MirrorState, MirrorStore
 from ..replication.storages import missing_stores
 from .reload import request_reload
@@ -50,8 +51,9 @@ def discover_mirrors(config: ReplicationConfig) -> list[str]:
             )
         )
     missing = missing_stores(config, active)
-    for reason in missing.values():
-        log.warning("not loading %s", reason)
+    for mirror in (m for m in active if m.id in missing):
+        where = log_fields(region=config.region, mirror=mirror.name, repository=mirror.source_repository)
+        log.warning("not loading %s", missing[mirror.id], extra=where)
     return sorted(m.name for m in active if m.id not in missing)
 
 
@@ -88,13 +90,18 @@ def build_definitions(
 
 
 def _load_config(path: str) -> ReplicationConfig | None:
+    """The config, its ``logging`` section applied to this process (the code server, or a run worker, which
+    loads the definitions too); ``None`` if it is not usable."""
     from ..config import load_config
+    from ..logs import configure_logging
 
     try:
-        return load_config(path or None)
+        config = load_config(path or None)
     except Exception as exc:
         log.warning("lakefs-mirror: replication config %s not usable (%s); no mirror assets loaded", path, exc)
         return None
+    configure_logging(config.logging)
+    return config
 
 
 @dg.definitions

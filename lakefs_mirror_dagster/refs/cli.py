@@ -21,8 +21,10 @@ def _client(args: argparse.Namespace) -> tuple[Any, Any]:
     """The config and a client for ``--region`` (default: the config's own region)."""
     from ..config import load_config
     from ..lakefs import LakeFSClient
+    from ..logs import configure_logging
 
     config = load_config(args.config)
+    configure_logging(config.logging)
     region = args.region or config.region
     key, secret = config.credentials_for(region)
     return config, LakeFSClient(config.endpoint_for(region), key, secret)
@@ -105,10 +107,13 @@ def _refs_restore(args: argparse.Namespace) -> int:
 
 def _mirrors_promote(args: argparse.Namespace) -> int:
     from ..config import load_config
+    from ..logs import configure_logging
     from ..replication import ReplicationService
     from .promote import promote_mirror
 
-    service = ReplicationService(load_config(args.config))
+    config = load_config(args.config)
+    configure_logging(config.logging)
+    service = ReplicationService(config)
     try:
         result = promote_mirror(service, args.name, manifest_dir=args.manifest_dir)
     finally:

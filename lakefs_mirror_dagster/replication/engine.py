@@ -19,6 +19,7 @@ from ..graveler.range_id import verify_range_file
 from ..graveler.ranges import iter_range_refs
 from ..graveler.records import RangeRef
 from ..lakefs import Commit, LakeFSClient, LakeFSNotFound
+from ..logs import log_fields
 from ..storage import Blockstore, ObjectStat, TransferPool
 from .errors import ReplicationError
 from .failpoints import failpoint
@@ -213,13 +214,24 @@ class MirrorEngine:
                     result.mirror_commit = source_commit
             self.note_lag(result)
         except Exception as exc:
-            log.exception("syncing %s %s of %s failed", kind, name, self.mirror_repo)
+            log.exception("syncing %s %s of %s failed", kind, name, self.mirror_repo, extra=self._fields(result))
             result.action, result.error = RefAction.BLOCKED, f"{type(exc).__name__}: {exc}"
             result.blocked_by = BlockReason.ERROR
+        else:  # one record per ref that moved (or could not: blocked, with why)
+            if result.action != RefAction.UNCHANGED:
+                level = logging.WARNING if result.error else logging.INFO
+                outcome = result.error or result.action
+                log.log(level, "%s %s of %s: %s", kind, name, self.mirror_repo, outcome, extra=self._fields(result))
         result.duration_seconds = time.monotonic() - started
         if self.recorder is not None:
             self.recorder(result)
         return result
+
+    def _fields(self, ref: RefResult | None = None) -> dict[str, str]:
+        """The context of this mirror's log records (and of one ref's: its branch and source commit)."""
+        branch = ref.name if ref is not None and ref.kind == RefKind.BRANCH else None
+        commit = ref.source_commit if ref is not None else None
+        return log_fields(mirror=self.mirror_repo, repository=self.source.repository, branch=branch, commit=commit)
 
     def prepare(self, kind: RefKind, name: str, target: str) -> PreparedRef:
         """Transfer and validate everything ``target`` needs at the destination; promotes nothing."""
@@ -309,6 +321,7 @@ class MirrorEngine:
                     len(changed),
                     self.mirror_repo,
                     ", ".join(changed[:5]),
+                    extra=self._fields(),
                 )
                 stats.files_changed_since_validation += len(changed)
                 self.validated.forget_validated(self.validation_key, changed)

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 
 from ..config import ReplicationConfig, StoreConfig
 from ..lakefs import LakeFSClient, LakeFSNotFound
+from ..logs import log_fields
 from ..mirrors import Mirror, MirrorsDatabaseError, MirrorState, MirrorStore
 from ..storage import Blockstore, StoreSpec
 from .engine import EngineSettings, MirrorEngine, RangeTransferer, RangeValidator, ReplicationError
@@ -182,7 +183,7 @@ class ReplicationService:
         for mirror_id, reason in missing.items():
             mirror = self.mirrors.get_mirror(mirror_id)
             if mirror.state != MirrorState.FAILED or mirror.message != reason:
-                log.error("mirror %s: %s", mirror.name, reason)
+                log.error("mirror %s: %s", mirror.name, reason, extra=self._fields(mirror))
                 self.mirrors.set_state(mirror_id, MirrorState.FAILED, reason, None)
         return missing
 
@@ -203,6 +204,7 @@ class ReplicationService:
         except Exception as exc:
             self.mirrors.set_state(mirror.id, MirrorState.FAILED, f"{type(exc).__name__}: {exc}", None)
             raise
+        log.info("mirror %s is active (was %s)", mirror.name, mirror.state, extra=self._fields(mirror))
         return self.mirrors.set_state(mirror.id, MirrorState.ACTIVE, "", None)
 
     def retire(self, mirror: Mirror) -> None:
@@ -247,6 +249,7 @@ class ReplicationService:
             try:  # one mirror that cannot be synced (source gone, region down, ...) never stops the others
                 if mirror.state in RETIRING:
                     self.retire(mirror)
+                    log.info("mirror %s deleted (repository and record)", mirror.name, extra=self._fields(mirror))
                     continue
                 mirror = self.activate(mirror)
                 result = self.engine_for(mirror).sync(branches=wanted, gate=self.retries.gate(mirror))
@@ -254,11 +257,15 @@ class ReplicationService:
                 raise  # the pass cannot go on without the database: the caller reports it once
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
-                log.error("mirror %s not synced in this pass: %s", mirror.name, error)
-                log.debug("mirror %s not synced", mirror.name, exc_info=True)
+                log.error("mirror %s not synced in this pass: %s", mirror.name, error, extra=self._fields(mirror))
+                log.debug("mirror %s not synced", mirror.name, exc_info=True, extra=self._fields(mirror))
                 result = _not_synced(mirror, error)
             results.append(result)
         return results
+
+    def _fields(self, mirror: Mirror) -> dict[str, str]:
+        """The context of a log record about ``mirror``."""
+        return log_fields(region=self.config.region, mirror=mirror.name, repository=mirror.source_repository)
 
     def record_ref(self, mirror: Mirror, ref: RefResult) -> None:
         """A branch's state in the mirrors database (what the API and ``status`` report); every engine this

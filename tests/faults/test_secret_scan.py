@@ -1,13 +1,13 @@
 """No secret from the config, and no presigned-URL signature, ever appears in what our programs print or answer.
 
 A full run: `lakefs-mirror` CLI commands (syncs, mirror listings, and failures caused by wrong credentials,
-whose error messages are where secrets tend to leak), the REST API served by `lakefs-mirror serve` (every
-endpoint, good and bad requests, response bodies and headers, and the server's own output), and one Dagster
-run of a mirror asset (its event log, run storage and captured compute logs). Everything is searched for
-every secret of the environment: lakeFS access-key secrets and encryption keys, MinIO secret keys, the
-PostgreSQL password, the HTTP Basic token, and for ``X-Amz-Signature`` / ``X-Amz-Credential``. lakeFS's,
-MinIO's and PostgreSQL's own logs are not ours and are not searched. The outputs of every sync the fault
-suite ran before this test are searched too.
+whose error messages are where secrets tend to leak; logs as text, and as JSON lines down to DEBUG with
+tracebacks), the REST API served by `lakefs-mirror serve` (every endpoint, good and bad requests, response
+bodies and headers, and the server's own output), and one Dagster run of a mirror asset (its event log, run
+storage and captured compute logs). Everything is searched for every secret of the environment: lakeFS
+access-key secrets and encryption keys, MinIO secret keys, the PostgreSQL password, the HTTP Basic token, and
+for ``X-Amz-Signature`` / ``X-Amz-Credential``. lakeFS's, MinIO's and PostgreSQL's own logs are not ours and
+are not searched. The outputs of every sync the fault suite ran before this test are searched too.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ pytestmark = pytest.mark.integration
 
 _MARKERS = ("x-amz-signature", "x-amz-credential")
 _API = "/service/replication/v1"
+_JSON_DEBUG = {"REPLICATION_LOGGING_FORMAT": "json", "REPLICATION_LOGGING_LEVEL": "DEBUG"}
 
 
 def _secrets(rig: FaultRig) -> dict[str, str]:
@@ -131,11 +132,20 @@ def _run_cli(rig: FaultRig, repo: str, mirror: str) -> list[tuple[str, str]]:
             ["sync", "--once"],
             {"REPLICATION_MIRRORS_DATABASE_POSTGRES_CONNECTION_STRING": bad_db},
         ),
+        (
+            "sync with a wrong lakeFS secret, JSON logs at DEBUG (tracebacks included)",
+            DST,
+            ["sync", "--once"],
+            {"REPLICATION_LAKEFS_SECRET_ACCESS_KEY": wrong, **_JSON_DEBUG},
+        ),
+        ("sync, JSON logs at DEBUG", DST, ["sync", "--once", "--mirror", mirror], _JSON_DEBUG),  # the new commit
         ("sync --json", DST, ["sync", "--once", "--json", "--mirror", mirror], {}),
     ]
     for label, region, args, env in runs:
         result = rig.run_cli(region, *args, env=env)
         outputs.append((f"CLI `{label}` (exit {result.returncode})", result.output))
+        if env.get("REPLICATION_LOGGING_FORMAT") == "json":  # the JSON formatter really ran, tracebacks and all
+            assert '"logger": "lakefs_mirror_dagster.' in result.output, result.output
         if label == "mirrors list":
             [doc] = [m for m in json.loads(result.output) if m["name"] == mirror]
             got = rig.run_cli(SRC, "mirrors", "get", doc["id"])

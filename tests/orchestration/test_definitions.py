@@ -100,6 +100,34 @@ def test_active_mirrors_load_from_the_database_with_the_network_blocked(tmp_path
     assert "secret-never-logged" not in done.stdout + done.stderr
 
 
+def test_the_code_location_logs_in_the_configured_format(tmp_path: Path) -> None:
+    """The code server applies ``logging``: its record about a mirror it cannot load is a JSON line naming it."""
+    path, url = _write_config(tmp_path)
+    config = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**config, "logging": {"level": "WARN", "format": "json"}}))
+    with MirrorStore(url) as store:
+        store.create_mirror(
+            organization_id="org",
+            source_region="there",
+            source_repository="source-repo",
+            name="mirror-storeless",
+            destination_region="here",
+            storage_namespace="local://mirrors/mirror-storeless",
+            storage_id="gone",
+            state=MirrorState.ACTIVE,
+        )
+    script = "from lakefs_mirror_dagster.orchestration.definitions import defs; defs()"
+    checkout = str(Path(__file__).resolve().parents[2])
+    env = {"LAKEFS_MIRROR_CONFIG": str(path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": checkout}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ours = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    [record] = [r for r in ours if r.get("mirror") == "mirror-storeless"]
+    assert (record["level"], record["logger"]) == ("WARNING", "lakefs_mirror_dagster.orchestration.definitions")
+    assert (record["region"], record["repository"]) == ("here", "source-repo")
+    assert "store 'gone' of mirror mirror-storeless" in record["message"]
+
+
 def test_run_workers_rebuild_the_mirrors_they_were_planned_with(monkeypatch: pytest.MonkeyPatch) -> None:
     """Reconstruction (a run worker) uses the stored mirror list and never reads the database."""
     monkeypatch.setenv("LAKEFS_MIRROR_CONFIG", "/nonexistent/replication.yaml")
