@@ -32,6 +32,7 @@ from ..refs import (
     migrate_repository,
     parse_manifest,
 )
+from ..storage.uri import join_namespace
 from .resources import ReplicationResource
 
 __all__ = ["RefsMigrationConfig", "refs_migration_definitions", "refs_migration_job"]
@@ -77,12 +78,12 @@ def plan_refs_migration(
             "repositories onto the namespaces they already use)"
         )
     source, target = service.client(source_region), service.client(target_region)
-    root = config.target_namespace_root.rstrip("/")
+    root = config.target_namespace_root
     for name in config.repositories:
         repo = source.get_repository(name)
         planned = RepositoryManifest(
             name=name,
-            storage_namespace=f"{root}/{name}",
+            storage_namespace=join_namespace(root, name),
             default_branch=repo.default_branch,
             commits_meta_range_id="0",
             tags_meta_range_id="0",
@@ -96,7 +97,7 @@ def plan_refs_migration(
         yield dg.DynamicOutput(
             {
                 "repository": name,
-                "target_namespace": f"{root}/{name}",
+                "target_namespace": join_namespace(root, name),
                 "storage_id": config.storage_id,
                 "copy_data": config.copy_data,
                 "source_region": source_region,

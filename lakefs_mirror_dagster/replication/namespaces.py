@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from ..lakefs import Repository
 from ..mirrors import Mirror, NamespaceInUse, NamespaceOverlap
-from ..storage.uri import namespaces_overlap, same_namespace
+from ..storage.uri import namespace_prefix, namespaces_overlap, same_namespace
 
 __all__ = ["check_namespace_free", "is_mirror_repository"]
 
@@ -35,7 +35,7 @@ def check_namespace_free(
         if same_namespace(namespace, other):
             raise NamespaceInUse(f"storage namespace {namespace} is already used by {kind} {name} in {where}")
         if namespaces_overlap(namespace, other):
-            relation = "lies inside" if len(namespace.rstrip("/")) > len(other.rstrip("/")) else "contains"
+            relation = "lies inside" if len(namespace_prefix(namespace)) > len(namespace_prefix(other)) else "contains"
             raise NamespaceOverlap(
                 f"storage namespace {namespace} {relation} {other}, the namespace of {kind} {name} in {where}; "
                 "namespaces must not nest (a listing of the outer one would reach the inner one's objects)"
