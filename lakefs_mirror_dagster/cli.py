@@ -198,7 +198,7 @@ def _status(args: argparse.Namespace) -> int:
     """Per mirror and branch: mirror head, lag and the last promotions, from the Dagster event log."""
     import dagster as dg
 
-    from .orchestration.history import status_report
+    from .orchestration.history import stale, status_report
 
     service = _load_service(args)
     try:
@@ -207,7 +207,12 @@ def _status(args: argparse.Namespace) -> int:
     finally:
         service.close()
     print(json.dumps([m.as_dict() for m in report], indent=2, default=str))
-    return 0
+    if args.fail_if_lag is None:
+        return 0
+    problems = stale(report, args.fail_if_lag)
+    for line in problems:
+        print(f"lakefs-mirror: stale: {line}", file=sys.stderr)
+    return 1 if problems else 0
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -320,6 +325,13 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="mirror heads, lag and recent promotions (Dagster event log)")
     status.add_argument("--mirror", help="only this mirror")
     status.add_argument("--recent", type=int, default=5, help="how many promotions per branch")
+    status.add_argument(
+        "--fail-if-lag",
+        type=float,
+        metavar="SECONDS",
+        help="exit 1 (naming them on stderr) when a branch is further behind its source head than SECONDS, or a "
+        "mirror is failed: for cron and monitoring",
+    )
     status.set_defaults(func=_status)
 
     serve = sub.add_parser("serve", help="the mirror management REST API (/service/replication/v1/...)")

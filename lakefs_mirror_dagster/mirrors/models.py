@@ -162,6 +162,15 @@ class MirrorBranch:
         """True when the mirror shows the source head we last saw."""
         return self.source_commit_id is not None and self.source_commit_id == self.mirrored_commit_id
 
+    def behind_seconds(self, now: datetime) -> float | None:
+        """How long the mirror has been missing the source head: 0 in sync, else the age of the source commit it
+        has not mirrored (None when that commit's time is not known yet)."""
+        if self.in_sync:
+            return 0.0
+        if self.source_commit_time is None:
+            return None
+        return max(0.0, (now - self.source_commit_time).total_seconds())
+
     def as_dict(self) -> dict[str, Any]:
         def iso(value: datetime | None) -> str | None:
             return value.isoformat() if value else None

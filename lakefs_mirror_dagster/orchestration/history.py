@@ -16,7 +16,7 @@ import dagster as dg
 from ..replication import ReplicationService
 from .mirroring import mirror_asset_key
 
-__all__ = ["BranchStatus", "MirrorStatus", "Promotion", "mirror_history", "status_report"]
+__all__ = ["BranchStatus", "MirrorStatus", "Promotion", "mirror_history", "stale", "status_report"]
 
 MAX_LIMIT = 10_000
 
@@ -102,6 +102,8 @@ class BranchStatus:
     lag_seconds: float | None
     promoted_at: dt.datetime | None
     recent: list[Promotion]
+    #: How long the mirror has been missing the source head (0 in sync; None: that commit's time unknown).
+    behind_seconds: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -110,6 +112,7 @@ class BranchStatus:
             "mirror_commit_id": self.mirror_commit_id,
             "in_sync": self.in_sync,
             "lag_seconds": self.lag_seconds,
+            "behind_seconds": None if self.behind_seconds is None else round(self.behind_seconds, 3),
             "promoted_at": self.promoted_at.isoformat() if self.promoted_at else None,
             "recent": [p.as_dict() for p in self.recent],
         }
@@ -145,6 +148,7 @@ def status_report(
     to its promotion; a branch that is behind shows the source head it is behind with ``in_sync`` False.
     """
     report = []
+    now = dt.datetime.now(dt.UTC)
     for m in service.my_mirrors(name=mirror):
         branches = [
             BranchStatus(
@@ -155,8 +159,27 @@ def status_report(
                 lag_seconds=b.lag_seconds,
                 promoted_at=b.promoted_at,
                 recent=mirror_history(instance, m.name, b.branch, limit=recent) if recent > 0 else [],
+                behind_seconds=b.behind_seconds(now),
             )
             for b in sorted(service.mirrors.get_branches(m.id), key=lambda b: b.branch)
         ]
         report.append(MirrorStatus(m.name, m.source_region, m.source_repository, m.state.value, m.message, branches))
     return report
+
+
+def stale(report: list[MirrorStatus], max_behind_seconds: float) -> list[str]:
+    """What fails a freshness check, one line each: a mirror in state ``failed``, a branch further behind its
+    source head than ``max_behind_seconds``, or behind by a time not known yet."""
+    lines = []
+    for m in report:
+        if m.state == "failed":
+            lines.append(f"mirror {m.name} is failed: {m.message}")
+        for b in m.branches:
+            if b.behind_seconds is None:
+                lines.append(f"mirror {m.name} branch {b.branch} is behind {b.source_commit_id} (since: unknown)")
+            elif b.behind_seconds > max_behind_seconds:
+                lines.append(
+                    f"mirror {m.name} branch {b.branch} is {b.behind_seconds:.0f}s behind its source head "
+                    f"{b.source_commit_id} (more than {max_behind_seconds:g}s)"
+                )
+    return lines

@@ -8,6 +8,7 @@ and a commit record is only created when its fields hash to its ID.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Iterable, Sequence
@@ -217,6 +218,8 @@ class MirrorEngine:
             log.exception("syncing %s %s of %s failed", kind, name, self.mirror_repo, extra=self._fields(result))
             result.action, result.error = RefAction.BLOCKED, f"{type(exc).__name__}: {exc}"
             result.blocked_by = BlockReason.ERROR
+            with contextlib.suppress(Exception):  # how far behind it is (unless the source is what failed)
+                self.note_lag(result)
         else:  # one record per ref that moved (or could not: blocked, with why)
             if result.action != RefAction.UNCHANGED:
                 level = logging.WARNING if result.error else logging.INFO
@@ -255,12 +258,13 @@ class MirrorEngine:
         return prepared
 
     def note_lag(self, result: RefResult) -> None:
-        """Set the source commit's time and, for a ref that just moved there, the lag since that commit."""
-        if result.source_commit is None or result.mirror_commit != result.source_commit:
+        """Set the source commit's time (also for a ref left behind it: how far behind it is, ``status``) and, for
+        a ref that just moved there, the lag since that commit."""
+        if result.source_commit is None:
             return
         commit = self.planner.source_commit(result.source_commit)
         result.source_commit_time = commit.creation_date
-        if result.action != RefAction.UNCHANGED:
+        if result.mirror_commit == result.source_commit and result.action != RefAction.UNCHANGED:
             result.lag_seconds = max(0.0, time.time() - commit.creation_date)
 
     def promote(self, prepared: PreparedRef, mirror_commit: str | None) -> RefAction:
@@ -291,7 +295,7 @@ class MirrorEngine:
             self.destination.create_tag(self.mirror_repo, prepared.name, prepared.target, force=True)
         if mirror_commit is None:
             return RefAction.CREATED
-        return RefAction.ADVANCED if self._is_ancestor_in(prepared, mirror_commit) else RefAction.RESET
+        return RefAction.ADVANCED if self.planner.is_ancestor(mirror_commit, prepared.target) else RefAction.RESET
 
     # ------------------------------------------------------------------ internals
     def _mirror_ref(self, kind: RefKind, name: str) -> str | None:
@@ -412,21 +416,6 @@ class MirrorEngine:
             self.destination.delete_branch(self.mirror_repo, name, force=True)
         else:
             self.destination.delete_tag(self.mirror_repo, name, force=True)
-
-    def _is_ancestor_in(self, prepared: PreparedRef, old: str) -> bool:
-        """Whether the move is a fast-forward: ``old`` is an ancestor of the new target."""
-        seen, stack = set(), [prepared.target]
-        for _ in range(100_000):
-            if not stack:
-                return False
-            cid = stack.pop()
-            if cid == old:
-                return True
-            if cid in seen:
-                continue
-            seen.add(cid)
-            stack.extend(self.planner.source_commit(cid).parents)
-        return False
 
 
 def _overlap(a: RangeRef, b: RangeRef) -> bool:

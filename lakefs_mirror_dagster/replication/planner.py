@@ -38,6 +38,22 @@ class CommitPlanner:
     def mark_present(self, commit_ids: Iterable[str]) -> None:
         self._present.update(commit_ids)
 
+    def is_ancestor(self, old: str, new: str) -> bool:
+        """Whether ``old`` is an ancestor of (or is) ``new`` in the source's history: a move from ``old`` to
+        ``new`` is a fast-forward (bounded walk over commits this planner reads and caches)."""
+        seen, stack = set(), [new]
+        for _ in range(100_000):
+            if not stack:
+                return False
+            cid = stack.pop()
+            if cid == old:
+                return True
+            if cid in seen:
+                continue
+            seen.add(cid)
+            stack.extend(self.source_commit(cid).parents)
+        return False
+
     def source_commit(self, commit_id: str) -> Commit:
         commit = self._commits.get(commit_id)
         if commit is None:

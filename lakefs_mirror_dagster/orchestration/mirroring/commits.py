@@ -105,8 +105,14 @@ def scan_branches(
                     tags={"lakefs_mirror/mirror": mirror.name, "lakefs_mirror/branch": name},
                 )
             )
-            if source_head is not None:
-                service.mirrors.record_branch(mirror.id, name, source_commit_id=source_head)
+            if source_head is not None:  # with its time: how long the mirror has been behind it (``status``)
+                created = service.client(mirror.source_region).get_commit(mirror.source_repository, source_head)
+                service.mirrors.record_branch(
+                    mirror.id,
+                    name,
+                    source_commit_id=source_head,
+                    source_commit_time=dt.datetime.fromtimestamp(created.creation_date, dt.UTC),
+                )
     else:
         scan.resume_after = ""  # a full pass: start from the first branch next tick
     gone = sorted(known_partitions - set(src) - set(dst))
