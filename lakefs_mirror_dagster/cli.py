@@ -156,7 +156,7 @@ def _mirrors_list(args: argparse.Namespace) -> int:
     service = _load_service(args)
     try:
         kwargs = {"source_repository": args.repository} if args.repository else {}
-        mirrors = [m.as_dict() for m in service.mirrors.iter_mirrors(**kwargs)]
+        mirrors = [m.as_dict() for m in service.iter_mirrors(**kwargs)]
     finally:
         service.close()
     print(json.dumps(mirrors, indent=2))
@@ -173,7 +173,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 def _mirrors_get(args: argparse.Namespace) -> int:
     service = _load_service(args)
     try:
-        mirror = service.mirrors.get_mirror(args.mirror_id)
+        mirror = service.get_mirror(args.mirror_id)
         doc = mirror.as_dict()
         doc["branches"] = [vars(b) for b in service.mirrors.get_branches(mirror.id)]
     finally:
@@ -187,7 +187,9 @@ def _mirrors_delete(args: argparse.Namespace) -> int:
 
     service = _load_service(args)
     try:
-        mirror = service.mirrors.set_state(args.mirror_id, MirrorState.DELETING, "deleted by CLI", None)
+        mirror = service.mirrors.set_state(
+            service.get_mirror(args.mirror_id).id, MirrorState.DELETING, "deleted by CLI", None
+        )
     finally:
         service.close()
     print(f"mirror {mirror.name} ({mirror.id}) is being deleted; its region removes the repository on its next pass")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import time
@@ -153,6 +154,7 @@ def environment_up(
         shutil.rmtree(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     env = Environment(state_dir=str(state_dir))
+    auth_secret = secrets.token_hex(16)  # one organisation: every region's lakeFS has the same key
     try:
         for spec in regions:
             minio = None
@@ -162,7 +164,9 @@ def environment_up(
                     minio = start_minio(spec.minio, state_dir / "minio" / spec.minio)
                     env.minio[spec.minio] = minio
                     env.save()
-            env.regions[spec.name] = start_lakefs(spec.name, state_dir / "regions" / spec.name, minio=minio)
+            env.regions[spec.name] = start_lakefs(
+                spec.name, state_dir / "regions" / spec.name, minio=minio, auth_secret=auth_secret
+            )
             env.save()
         if with_postgres:
             from .postgres import PostgresServer

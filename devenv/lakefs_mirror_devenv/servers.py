@@ -164,7 +164,9 @@ def start_minio(name: str, base_dir: Path, *, access_key: str | None = None) -> 
     )
 
 
-def start_lakefs(name: str, base_dir: Path, *, minio: MinioInstance | None = None) -> LakeFSRegion:
+def start_lakefs(
+    name: str, base_dir: Path, *, minio: MinioInstance | None = None, auth_secret: str | None = None
+) -> LakeFSRegion:
     """Start one lakeFS with local KV, its own cache dir, and either a local or a MinIO blockstore.
 
     Admin credentials are created headlessly through lakeFS's installation settings (local KV only).
@@ -188,19 +190,30 @@ def start_lakefs(name: str, base_dir: Path, *, minio: MinioInstance | None = Non
             },
         }
         namespace_root = f"s3://{bucket}"
-    return start_lakefs_on(name, base_dir, blockstore, namespace_root, minio=minio.name if minio else None)
+    return start_lakefs_on(
+        name, base_dir, blockstore, namespace_root, minio=minio.name if minio else None, auth_secret=auth_secret
+    )
 
 
 def start_lakefs_on(
-    name: str, base_dir: Path, blockstore: dict[str, Any], namespace_root: str, *, minio: str | None = None
+    name: str,
+    base_dir: Path,
+    blockstore: dict[str, Any],
+    namespace_root: str,
+    *,
+    minio: str | None = None,
+    auth_secret: str | None = None,
 ) -> LakeFSRegion:
-    """Start one lakeFS with local KV on ``blockstore`` (lakeFS's own section), stopped again if it never answers."""
+    """Start one lakeFS with local KV on ``blockstore`` (lakeFS's own section), stopped again if it never answers.
+
+    ``auth_secret``: its ``auth.encrypt.secret_key``, shared by the regions of one organisation (a fresh one if
+    None); their replication services refuse to share a mirrors database otherwise."""
     binary = ensure_lakefs_binary()
     base_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     access_key_id = "AKIA" + secrets.token_hex(8).upper()
     secret_access_key = secrets.token_urlsafe(30)
-    auth_secret = secrets.token_hex(16)
+    auth_secret = auth_secret or secrets.token_hex(16)
     config = {
         "listen_address": f"127.0.0.1:{port}",
         "logging": {"level": "INFO", "format": "text", "output": str(base_dir / "lakefs.log")},

@@ -19,7 +19,6 @@ from .values import (
     _between,
     _meta,
     _nonempty,
-    _optional_http_url,
     _positive_duration,
 )
 
@@ -45,11 +44,21 @@ class EncryptConfig:
     secret_key: Secret = field(metadata=_meta(_nonempty))
 
 
+def _no_auth_service(value: str) -> str:
+    if value:
+        raise ValueError(
+            "not supported: this service authenticates API callers against the region's lakeFS itself (which "
+            "uses its own auth.api if it has one); leave it empty"
+        )
+    return value
+
+
 @dataclass(frozen=True, kw_only=True)
 class AuthApiConfig:
-    """``auth.api``: an external auth service; empty means lakeFS's own (KV-based) auth."""
+    """``auth.api``: in lakeFS, an external auth service. Here it must stay empty: this service checks API
+    callers against the region's lakeFS itself, which uses whatever auth that lakeFS is configured with."""
 
-    endpoint: str = field(default="", metadata=_meta(_optional_http_url))
+    endpoint: str = field(default="", metadata=_meta(_no_auth_service))
 
 
 @dataclass(frozen=True, kw_only=True)

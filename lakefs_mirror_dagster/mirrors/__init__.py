@@ -23,6 +23,7 @@ from .models import (
     new_mirror_id,
     validation_namespace,
 )
+from .organizations import Organization, key_fingerprint
 from .store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MirrorStore
 
 __all__ = [
@@ -42,6 +43,8 @@ __all__ = [
     "MirrorsDatabaseError",
     "NamespaceInUse",
     "NamespaceOverlap",
+    "Organization",
+    "key_fingerprint",
     "new_mirror_id",
     "validation_namespace",
 ]

@@ -28,7 +28,7 @@ from sqlalchemy.types import TypeDecorator
 
 from .models import MirrorState
 
-__all__ = ["metadata", "mirror_branches", "mirrors", "validated_ranges"]
+__all__ = ["metadata", "mirror_branches", "mirrors", "organizations", "validated_ranges"]
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -118,4 +118,16 @@ validated_ranges = Table(
     Column("validated_at", UTCDateTime, nullable=False),
     # ObjectStat.fingerprint of the file when it was validated; "" (rows of older versions) is never trusted.
     Column("fingerprint", String(512), nullable=False, server_default=""),
+)
+
+organizations = Table(
+    "organizations",
+    metadata,
+    # The organisations whose regions share this database: the first region of each recorded a keyed
+    # fingerprint of its auth.encrypt.secret_key (organizations.py), which every later region must match.
+    # Never the key itself. A database of an older version gets this table from create_all.
+    Column("organization_id", String(128), primary_key=True),
+    Column("key_fingerprint", String(64), nullable=False),
+    Column("first_region", String(128), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
 )

@@ -5,9 +5,9 @@ Every write is one short transaction whose outcome is decided by the database it
 constraints, ``UPDATE ... WHERE generation = n``), never by a read in Python followed by a blind write,
 so two regions writing at once cannot corrupt it or lose an update.
 
-The store is put together from one part per table (``records``, ``branches``, ``validated``) over the
-shared transaction runner (``transactions``); the engine is made in ``engine`` and the tables are
-created or upgraded by ``migrations``.
+The store is put together from one part per table (``records``, ``branches``, ``validated``,
+``organizations``) over the shared transaction runner (``transactions``); the engine is made in ``engine``
+and the tables are created or upgraded by ``migrations``.
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ from sqlalchemy.engine import URL
 from .branches import BranchRecords
 from .engine import make_engine
 from .migrations import upgrade_schema
+from .organizations import OrganizationRecords
 from .records import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MirrorRecords
 from .validated import ValidatedRangesCache
 
 __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "MirrorStore"]
 
 
-class MirrorStore(MirrorRecords, BranchRecords, ValidatedRangesCache):
+class MirrorStore(MirrorRecords, BranchRecords, ValidatedRangesCache, OrganizationRecords):
     """Typed access to the mirrors database; tables are created on construction.
 
     ``url`` is a SQLAlchemy URL (string or ``URL``): ``sqlite:///path/mirrors.db`` (WAL mode, busy

@@ -79,7 +79,7 @@ def promote_mirror(
     """Promote this region's mirror ``name`` to a writable repository; see the module docstring."""
     region = service.config.region
     try:
-        mirror = service.mirrors.get_by_name(region, name)
+        mirror = service.mirror_named(name, region)
     except MirrorNotFound:
         raise RefsError(
             f"no mirror named {name!r} in region {region}; promote a mirror with the config of the region it lives in"

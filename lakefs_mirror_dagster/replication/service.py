@@ -10,14 +10,16 @@ import datetime as dt
 import functools
 import logging
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from ..config import ReplicationConfig, StoreConfig
 from ..lakefs import LakeFSClient, LakeFSNotFound
 from ..logs import log_fields
-from ..mirrors import Mirror, MirrorsDatabaseError, MirrorState, MirrorStore
+from ..mirrors import Mirror, MirrorNotFound, MirrorPage, MirrorsDatabaseError, MirrorState, MirrorStore
 from ..storage import Blockstore, StoreSpec
 from .engine import EngineSettings, MirrorEngine, RangeTransferer, RangeValidator, ReplicationError
 from .namespaces import check_namespace_free, is_mirror_repository
+from .organization import join_organization
 from .results import MirrorSyncResult, RefAction, RefKind, RefResult
 from .retry import RetrySchedule
 from .source import RepositorySource
@@ -43,9 +45,16 @@ class ReplicationService:
 
     def __init__(self, config: ReplicationConfig, *, mirrors: MirrorStore | None = None) -> None:
         self.config = config
+        opened = mirrors is None
         if mirrors is None:
             mirrors = MirrorStore(config.mirrors_database.sqlalchemy_url)
             mirrors.create_tables()
+        try:
+            join_organization(config, mirrors)  # a region with another secret key never starts
+        except BaseException:
+            if opened:
+                mirrors.close()
+            raise
         self.mirrors = mirrors
         self.retries = RetrySchedule(mirrors, config.validator)
         self._clients: dict[str, LakeFSClient] = {}
@@ -164,6 +173,7 @@ class ReplicationService:
             storage_namespace,
             where=f"region {region}",
             repositories=destination.list_repositories(page_size=self.config.list_repositories_page_size),
+            # every organisation's mirrors: a namespace is storage, whoever's mirror writes to it
             mirrors=(m for m in self.mirrors.iter_mirrors(destination_region=region) if m.storage_id == storage_id),
         )
         return self.mirrors.create_mirror(
@@ -181,17 +191,41 @@ class ReplicationService:
         reason (once); returns mirror ID -> reason. The region goes on with its other mirrors."""
         missing = missing_stores(self.config, self.my_mirrors() if mirrors is None else mirrors)
         for mirror_id, reason in missing.items():
-            mirror = self.mirrors.get_mirror(mirror_id)
+            mirror = self.get_mirror(mirror_id)
             if mirror.state != MirrorState.FAILED or mirror.message != reason:
                 log.error("mirror %s: %s", mirror.name, reason, extra=self._fields(mirror))
                 self.mirrors.set_state(mirror_id, MirrorState.FAILED, reason, None)
         return missing
 
+    # Reads of mirrors go through these: a region sees only its organisation's mirrors, however many
+    # organisations share the database (organization.py).
+    def get_mirror(self, mirror_id: str) -> Mirror:
+        """The mirror with this id in this organisation; ``MirrorNotFound`` otherwise."""
+        mirror = self.mirrors.get_mirror(mirror_id)
+        if mirror.organization_id != self.config.organization_id:
+            raise MirrorNotFound(f"no mirror with id {mirror_id!r}", mirror_id=mirror_id)
+        return mirror
+
+    def mirror_named(self, name: str, region: str | None = None) -> Mirror:
+        """This organisation's mirror ``name`` in ``region`` (default: this one); ``MirrorNotFound`` otherwise."""
+        region = region or self.config.region
+        mirror = self.mirrors.get_by_name(region, name)
+        if mirror.organization_id != self.config.organization_id:
+            raise MirrorNotFound(f"no mirror named {name!r} in region {region!r}")
+        return mirror
+
+    def list_mirrors(self, **filters: Any) -> MirrorPage:
+        """``MirrorStore.list_mirrors`` within this organisation."""
+        return self.mirrors.list_mirrors(organization_id=self.config.organization_id, **filters)
+
+    def iter_mirrors(self, **filters: Any) -> Iterator[Mirror]:
+        """``MirrorStore.iter_mirrors`` within this organisation."""
+        return self.mirrors.iter_mirrors(organization_id=self.config.organization_id, **filters)
+
     def my_mirrors(self, *, name: str | None = None) -> Iterator[Mirror]:
-        """Mirrors whose destination is this region (optionally only the one called ``name``)."""
-        for mirror in self.mirrors.iter_mirrors(
-            destination_region=self.config.region, page_size=self.config.list_mirrors_page_size
-        ):
+        """This organisation's mirrors whose destination is this region (optionally only the one called ``name``)."""
+        mine = self.iter_mirrors(destination_region=self.config.region, page_size=self.config.list_mirrors_page_size)
+        for mirror in mine:
             if name is None or mirror.name == name:
                 yield mirror
 

@@ -174,7 +174,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 
 def _mirror_of(state: _State, repo: str, mirror_id: str) -> Mirror:
     try:
-        mirror = state.service.mirrors.get_mirror(mirror_id)
+        mirror = state.service.get_mirror(mirror_id)
     except MirrorNotFound:
         mirror = None
     if mirror is None or mirror.source_repository != repo or mirror.source_region != state.service.config.region:
@@ -259,7 +259,7 @@ def _build(state: _State | None) -> FastAPI:
         st = _state(request)
         _authorize(st, who, rbac.list_mirrors_permissions())
         page_size = min(st.service.config.list_mirrors_page_size, amount or 10_000, 10_000)
-        page = st.service.mirrors.list_mirrors(
+        page = st.service.list_mirrors(
             source_repository=repo,
             source_region=st.service.config.region,
             page_size=page_size,

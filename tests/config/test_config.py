@@ -662,6 +662,11 @@ def test_unknown_key_without_close_match_lists_valid_keys() -> None:
         ({"auth": {"encrypt": {"secret_key": "  "}}}, "auth.encrypt.secret_key", "must not be empty"),
         ({"organization_id": 42}, "organization_id", "expected a string"),
         (
+            {"auth": {"encrypt": {"secret_key": "k"}, "api": {"endpoint": "http://auth:8000"}}},
+            "auth.api.endpoint",
+            "authenticates API callers against the region's lakeFS itself",
+        ),
+        (
             {"auth": {"encrypt": {"secret_key": "k"}, "cache": {"enabled": "maybe"}}},
             "auth.cache.enabled",
             "true or",

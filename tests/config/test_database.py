@@ -3,6 +3,7 @@ rendered into a string and parsed again, and one function decides the PostgreSQL
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 import pytest
@@ -11,6 +12,7 @@ from sqlalchemy.engine import URL, make_url
 import lakefs_mirror_dagster.replication.service as service_module
 from lakefs_mirror_dagster.config import parse_config
 from lakefs_mirror_dagster.config.database import with_psycopg
+from lakefs_mirror_dagster.mirrors import Organization
 from lakefs_mirror_dagster.replication import ReplicationService
 
 
@@ -22,6 +24,12 @@ class FakeMirrorStore:
 
     def create_tables(self) -> None:
         pass
+
+    def claim_organization(self, organization_id: str, fingerprint: str, region: str) -> Organization:
+        return Organization(organization_id, fingerprint, region, datetime.now(UTC))
+
+    def organization_ids(self) -> list[str]:
+        return []
 
     def close(self) -> None:
         pass
