@@ -10,6 +10,7 @@ import pytest
 
 from lakefs_mirror_dagster.demo.converge import run_until_converged
 from lakefs_mirror_dagster.orchestration.mirroring import MANAGER_SENSOR_NAME
+from tests.replication.conftest import rot_at_source
 
 from .conftest import MirrorCase
 from .test_tags import _tick
@@ -27,16 +28,11 @@ def test_a_rotten_object_fails_only_its_own_runs(mirror_case: MirrorCase, lakefs
     case.commit("feature", {"tables/f/part-0.parquet": 50}, "fine work")
 
     physical = urlsplit(case.src.stat_object(case.repo, "bad", "tables/rot/part-0.parquet").physical_address)
-    s3 = lakefs_env.minio["minio-a"].s3_client()
-    key = physical.path.lstrip("/")
-    original = s3.get_object(Bucket=physical.netloc, Key=key)["Body"].read()
-    rotten = bytearray(original)
-    rotten[10] ^= 0xFF
-    s3.put_object(Bucket=physical.netloc, Key=key, Body=bytes(rotten))
+    restore = rot_at_source(lakefs_env, case.src, case.repo, "bad", "tables/rot/part-0.parquet")
     try:
         _converge_around_the_rotten_object(case, instance, physical.path)
     finally:  # the mirror stays in the suite's shared database: leave its source whole for later passes
-        s3.put_object(Bucket=physical.netloc, Key=key, Body=original)
+        restore()
 
 
 def _converge_around_the_rotten_object(case: MirrorCase, instance: dg.DagsterInstance, physical_path: str) -> None:

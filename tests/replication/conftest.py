@@ -6,6 +6,7 @@ import hashlib
 import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -73,6 +74,21 @@ def content(key: str, size: int = 64) -> bytes:
     """Deterministic, key-specific bytes, so every object's content can be checked after mirroring."""
     seed = hashlib.sha256(key.encode()).digest()
     return (seed * (size // len(seed) + 1))[:size]
+
+
+def rot_at_source(
+    lakefs_env: Environment, client: LakeFSClient, repo: str, ref: str, path: str, *, offset: int = 10
+) -> Callable[[], None]:
+    """Flip one byte of an object at rest in region-a's MinIO, the way bit rot does: same size, and lakeFS keeps
+    the old checksum. Returns the function that puts the original bytes back."""
+    physical = urlsplit(client.stat_object(repo, ref, path).physical_address)
+    s3 = lakefs_env.minio["minio-a"].s3_client()
+    key = physical.path.lstrip("/")
+    original = s3.get_object(Bucket=physical.netloc, Key=key)["Body"].read()
+    rotten = bytearray(original)
+    rotten[offset] ^= 0xFF
+    s3.put_object(Bucket=physical.netloc, Key=key, Body=bytes(rotten))
+    return lambda: s3.put_object(Bucket=physical.netloc, Key=key, Body=original)
 
 
 def assert_ref_complete(service: ReplicationService, mirror_name: str, commit_id: str) -> None:

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from urllib.parse import urlsplit
 
 import pytest
 from lakefs_mirror_devenv import Environment
 
-from .conftest import assert_mirror_equals_source, content
+from .conftest import assert_mirror_equals_source, content, rot_at_source
 from .test_retry_schedule import with_cooldowns
 
 pytestmark = pytest.mark.integration
@@ -36,12 +35,7 @@ def test_a_rotten_object_blocks_only_its_branch(lakefs_env: Environment, isolate
     bad_head = src.commit(repo, "bad", "an object that will rot at the source").id
 
     # Rot it at rest in the source's store: same size, one byte flipped; lakeFS still records the old MD5.
-    physical = urlsplit(src.stat_object(repo, "bad", "data/rot.bin").physical_address)
-    s3 = lakefs_env.minio["minio-a"].s3_client()
-    key = physical.path.lstrip("/")
-    rotten = bytearray(s3.get_object(Bucket=physical.netloc, Key=key)["Body"].read())
-    rotten[1000] ^= 0xFF
-    s3.put_object(Bucket=physical.netloc, Key=key, Body=bytes(rotten))
+    repair = rot_at_source(lakefs_env, src, repo, "bad", "data/rot.bin", offset=1000)
 
     mirrors = {
         name: src_svc.create_mirror(
@@ -76,7 +70,7 @@ def test_a_rotten_object_blocks_only_its_branch(lakefs_env: Environment, isolate
     assert_mirror_equals_source(src, other_repo, dst, mirrors[other_repo].name)
 
     # Once the source serves the bytes lakeFS recorded again, the first pass after the cooldown promotes it.
-    s3.put_object(Bucket=physical.netloc, Key=key, Body=content("rot", 2000))
+    repair()
     block = dst_svc.mirrors.get_branch(mirrors[repo].id, "bad")
     assert block is not None and block.retry_after is not None, block
     time.sleep(max(0.0, (block.retry_after - dt.datetime.now(dt.UTC)).total_seconds() + 0.1))

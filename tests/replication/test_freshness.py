@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 from lakefs_mirror_devenv import Environment
 
 from tests.cli_process import run_cli
 
-from .conftest import content
+from .conftest import content, rot_at_source
 
 pytestmark = pytest.mark.integration
 
@@ -51,12 +50,7 @@ def test_status_fails_only_when_a_branch_is_further_behind_than_allowed(
     # A new source commit whose object rotted at rest in the source store: the branch is blocked behind it.
     src.upload_object(repo, "main", "data/rot.bin", content("rot", 2000))
     behind = src.commit(repo, "main", "an object that rots").id
-    physical = urlsplit(src.stat_object(repo, "main", "data/rot.bin").physical_address)
-    s3 = lakefs_env.minio["minio-a"].s3_client()
-    key = physical.path.lstrip("/")
-    rotten = bytearray(s3.get_object(Bucket=physical.netloc, Key=key)["Body"].read())
-    rotten[100] ^= 0xFF
-    s3.put_object(Bucket=physical.netloc, Key=key, Body=bytes(rotten))
+    rot_at_source(lakefs_env, src, repo, "main", "data/rot.bin", offset=100)
     [blocked] = dst_svc.sync(name=mirror.name)
     assert not blocked.ok
 
