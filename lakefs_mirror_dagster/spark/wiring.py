@@ -12,7 +12,6 @@ from ..config import ReplicationConfig
 from ..mirrors import Mirror
 from ..replication.engine import MirrorEngine, RangeTransferer, RangeValidator
 from ..replication.service import ReplicationService, store_spec
-from ..replication.source import RepositorySource
 from .choice import ThresholdTransferer, changed_object_counter
 from .transfer import SparkRangeTransferer, TransferTarget
 from .validation import SparkRangeValidator
@@ -54,47 +53,31 @@ def _secrets_for(service: ReplicationService, mirror: Mirror) -> dict[str, Any]:
 
 
 def spark_transferer_for(
-    service: ReplicationService,
-    mirror: Mirror,
-    session: Callable[[], Any],
-    *,
-    in_process: RangeTransferer,
-    threshold: int | None = None,
-    max_partitions: int | None = None,
+    service: ReplicationService, mirror: Mirror, engine: MirrorEngine, session: Callable[[], Any]
 ) -> ThresholdTransferer:
-    """The transferer for ``mirror``: Spark tasks at or above the threshold, ``in_process`` (normally the
-    engine's own ``transfer_ranges``) below it. ``threshold`` and ``max_partitions`` default to the config."""
+    """The transferer for ``mirror``'s engine: Spark tasks at or above ``spark.transfer_threshold_objects``
+    objects, the engine's own ``transfer_ranges`` below it. It reads the source as the engine does."""
     config = service.config
-    src_client = service.client(mirror.source_region)
-    src_repo = src_client.get_repository(mirror.source_repository)
+    source = engine.source
     target = TransferTarget(
-        repository=mirror.source_repository,
-        source_namespace=src_repo.storage_namespace,
+        repository=source.repository,
+        source_namespace=source.storage_namespace,
         destination_namespace=mirror.storage_namespace,
         concurrency=config.transfer.concurrency,
     )
-    reader = RepositorySource(
-        src_client,
-        mirror.source_repository,
-        src_repo.storage_namespace,
-        store=service.source_store(mirror.source_region),
-    )
     spark_path = SparkRangeTransferer(
-        session,
-        _secrets_for(service, mirror),
-        target,
-        max_partitions=max_partitions if max_partitions is not None else config.spark.transfer_max_partitions,
+        session, _secrets_for(service, mirror), target, max_partitions=config.spark.transfer_max_partitions
     )
     return ThresholdTransferer(
         spark=spark_path,
-        in_process=in_process,
+        in_process=engine.transfer_ranges,
         count_objects=changed_object_counter(
-            functools.partial(reader.read_metadata, "meta_range"),
-            functools.partial(reader.read_metadata, "range"),
-            service.destination_store(mirror.storage_id),
-            mirror.storage_namespace,
+            functools.partial(source.read_metadata, "meta_range"),
+            functools.partial(source.read_metadata, "range"),
+            engine.dst_store,
+            engine.dst_ns,
         ),
-        threshold=threshold if threshold is not None else config.spark.transfer_threshold_objects,
+        threshold=config.spark.transfer_threshold_objects,
     )
 
 
@@ -127,7 +110,7 @@ def use_spark(
     on the first batch that needs it, never for small commits."""
     use = SparkUse()
     if transfer:
-        use.transferer = spark_transferer_for(service, mirror, session, in_process=engine.transfer_ranges)
+        use.transferer = spark_transferer_for(service, mirror, engine, session)
         engine.transferer = use.transferer
     if validation is not None:
         use.validator = spark_validator_for(service, mirror, session, validation)
