@@ -80,6 +80,7 @@ class SourceWorkload:
 
     def _commit(self, branch: str, *, new: int, overwrite: int, delete: int) -> str:
         rng, keys = self.rng, self.keys[branch]
+        earlier = list(keys)  # deletions pick only from these, so this commit's new objects always remain
         self.version += 1
         for i in range(new):
             key = f"data/{branch}/v{self.version}-{i}.bin"
@@ -87,7 +88,7 @@ class SourceWorkload:
             keys.append(key)
         for key in rng.sample(keys, min(overwrite, len(keys))):
             self.client.upload_object(self.repo, branch, key, content(key, rng.randint(50, 4000), self.version))
-        for key in rng.sample(keys, min(delete, max(0, len(keys) - 1))):
+        for key in rng.sample(earlier, min(delete, max(0, len(earlier) - 1))):
             with contextlib.suppress(LakeFSNotFound):
                 self.client.delete_object(self.repo, branch, key)
             keys.remove(key)
