@@ -15,7 +15,15 @@ from typing import Any
 from ..config import ReplicationConfig, StoreConfig
 from ..lakefs import LakeFSClient, LakeFSNotFound
 from ..logs import log_fields
-from ..mirrors import Mirror, MirrorNotFound, MirrorPage, MirrorsDatabaseError, MirrorState, MirrorStore
+from ..mirrors import (
+    InvalidMirrorSpec,
+    Mirror,
+    MirrorNotFound,
+    MirrorPage,
+    MirrorsDatabaseError,
+    MirrorState,
+    MirrorStore,
+)
 from ..storage import Blockstore, StoreSpec
 from .engine import EngineSettings, MirrorEngine, RangeTransferer, RangeValidator, ReplicationError
 from .namespaces import check_namespace_free, is_mirror_repository
@@ -169,6 +177,13 @@ class ReplicationService:
             pass
         if region == self.config.region:
             self.config.store_by_id(storage_id)
+        known = destination.storage_ids()
+        if storage_id not in known:  # accepted now, the region's every sync would fail on it
+            raise InvalidMirrorSpec(
+                f"storage_id {storage_id!r} is not a store of region {region}'s lakeFS; it has "
+                + ", ".join(repr(i) for i in known)
+                + (" (a single blockstore: leave storage_id empty)" if known == [""] else "")
+            )
         check_namespace_free(
             storage_namespace,
             where=f"region {region}",
