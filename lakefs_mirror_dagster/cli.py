@@ -196,6 +196,36 @@ def _mirrors_delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def _scrub(args: argparse.Namespace) -> int:
+    """Re-read a mirror's files and objects at rest, repair what differs from the source; exit 1 if any is left."""
+    from .replication.scrub import parse_part
+
+    try:
+        part = parse_part(args.part) if args.part else None
+    except ValueError as exc:
+        print(f"lakefs-mirror scrub: --part: {exc}", file=sys.stderr)
+        return 2
+    service = _load_service(args)
+    try:
+        report = service.scrubber(args.mirror).scrub(
+            branches=args.branch or None, sample=args.sample, part=part, repair=not args.no_repair
+        )
+    finally:
+        service.close()
+    doc = report.to_json()
+    if args.json:
+        print(json.dumps(doc))
+    else:
+        print(
+            f"mirror {report.mirror}: {report.objects_checked} object(s) and {report.metadata_files} metadata "
+            f"file(s) read ({report.bytes_read} bytes); checks {report.checks}, {report.compared_with_source} "
+            f"compared with the source; {report.damaged_count} damaged, {report.repaired} repaired"
+        )
+        for line in report.damaged + [f"not repaired: {u}" for u in report.unrepaired] + report.errors:
+            print(f"  ! {line}")
+    return 0 if report.ok else 1
+
+
 def _status(args: argparse.Namespace) -> int:
     """Per mirror and branch: mirror head, lag and the last promotions, from the Dagster event log."""
     import dagster as dg
@@ -296,6 +326,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="copy objects in Spark tasks (config spark.master) when a batch reaches spark.transfer_threshold_objects",
     )
     sync.set_defaults(func=_sync)
+
+    scrub = sub.add_parser("scrub", help="re-read a mirror's bytes at rest, check them, repair from the source")
+    scrub.add_argument("mirror", help="the mirror's name (a mirror of this region)")
+    scrub.add_argument("--branch", action="append", default=[], help="only these branches (default: all refs)")
+    scrub.add_argument("--sample", type=float, default=1.0, help="fraction of the objects to read (0 < F <= 1)")
+    scrub.add_argument("--part", help="only slice K of N of the ranges, as K/N (e.g. 3/24 each hour)")
+    scrub.add_argument("--no-repair", action="store_true", help="report only; exit 1 when anything is damaged")
+    scrub.add_argument("--json", action="store_true", help="the report as one JSON document")
+    scrub.set_defaults(func=_scrub)
 
     mirrors = sub.add_parser("mirrors", help="create and list mirror definitions")
     mirrors_sub = mirrors.add_subparsers(dest="mirrors_command", required=True)

@@ -72,6 +72,7 @@ def build_definitions(
     ``$LAKEFS_MIRROR_CONFIG``); the other arguments go to ``mirroring_definitions``."""
     from .mirroring.definitions import mirroring_definitions
     from .refs_migration import refs_migration_definitions
+    from .scrub import scrub_definitions
 
     shared = dg.Definitions(
         resources={"replication": ReplicationResource(config_path=config_path)},
@@ -86,7 +87,7 @@ def build_definitions(
         track_mirrors=track_mirrors,
         spark_conf=spark_conf,
     )
-    return dg.Definitions.merge(shared, mirroring, refs_migration_definitions())
+    return dg.Definitions.merge(shared, mirroring, refs_migration_definitions(), scrub_definitions())
 
 
 def _load_config(path: str) -> ReplicationConfig | None:

@@ -30,6 +30,7 @@ from .namespaces import check_namespace_free, is_mirror_repository
 from .organization import join_organization
 from .results import MirrorSyncResult, RefAction, RefKind, RefResult
 from .retry import RetrySchedule
+from .scrub import Scrubber
 from .source import RepositorySource
 from .storages import missing_stores
 
@@ -269,6 +270,19 @@ class ReplicationService:
                 raise ReplicationError(f"repository {mirror.name} is not this mirror's; not deleting it")
             client.delete_repository(mirror.name, force=True)
         self.mirrors.delete_mirror(mirror.id)
+
+    def scrubber(self, name: str) -> Scrubber:
+        """The scrubber of this region's mirror ``name`` (``scrub.py``); ``MirrorNotFound`` otherwise."""
+        engine = self.engine_for(self.mirror_named(name))
+        return Scrubber(
+            mirror_repo=engine.mirror_repo,
+            destination=engine.destination,
+            destination_store=engine.dst_store,
+            destination_namespace=engine.dst_ns,
+            source=engine.source,
+            concurrency=engine.settings.concurrency,
+            page_size=engine.settings.list_page_size,
+        )
 
     def sync(
         self, *, name: str | None = None, branches: list[str] | None = None, due_only: bool = False
