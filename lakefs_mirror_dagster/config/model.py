@@ -14,6 +14,7 @@ from .errors import ConfigError, _FieldError, _Parts
 from .sections import (
     AuthConfig,
     CommitSensorConfig,
+    FreshnessConfig,
     LakeFSCredentials,
     LoggingConfig,
     MirrorsManagerConfig,
@@ -57,6 +58,7 @@ class ReplicationConfig:
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     commit_sensor: CommitSensorConfig = field(default_factory=CommitSensorConfig)
     mirrors_manager: MirrorsManagerConfig = field(default_factory=MirrorsManagerConfig)
+    freshness: FreshnessConfig = field(default_factory=FreshnessConfig)
     validator: ValidatorConfig = field(default_factory=ValidatorConfig)
     lakefs: LakeFSCredentials = field(default_factory=LakeFSCredentials)
     region_credentials: Mapping[str, LakeFSCredentials] = field(

@@ -28,6 +28,7 @@ __all__ = [
     "AuthConfig",
     "CommitSensorConfig",
     "EncryptConfig",
+    "FreshnessConfig",
     "LakeFSCredentials",
     "LoggingConfig",
     "MirrorsManagerConfig",
@@ -108,6 +109,14 @@ class CommitSensorConfig:
     branches_scanner_concurrency_limit: int = field(default=10, metadata=_meta(_at_least(1)))
     list_branch_page_size: int = field(default=1000, metadata=_meta(_at_least(1)))
     log_commit_page_size: int = field(default=1000, metadata=_meta(_at_least(1)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class FreshnessConfig:
+    """``freshness``: how far behind its source head a mirror branch may fall before its ``fresh`` check fails
+    (Dagster; ``status --fail-if-lag`` takes its threshold on the command line)."""
+
+    max_behind: timedelta = field(default=timedelta(minutes=30), metadata=_meta(_positive_duration))
 
 
 @dataclass(frozen=True, kw_only=True)
