@@ -126,6 +126,11 @@ def format_sync_result(result: Any) -> str:
             f"objects {s.objects_copied:6} (+{s.objects_skipped + s.objects_unchanged} present) "
             f"bytes {s.bytes_copied:10} lag {lag}"
         )
+        if s.objects_awaited or s.objects_missing:
+            lines.append(
+                f"    objects: {s.objects_awaited} awaited from the store's replication, "
+                f"{s.objects_missing} missing at the mirror"
+            )
         if s.objects_checked_multipart or s.objects_checked_size:
             lines.append(
                 f"    checked: {s.objects_checked_md5} by MD5, {s.objects_checked_multipart} by multipart ETag, "

@@ -4,6 +4,11 @@ Order of writes at the destination, each step idempotent so a crash anywhere is 
 objects -> range file -> metarange file -> validation -> commit records (parents first) -> ref move.
 A ref only ever moves to a commit whose metarange, ranges and objects were validated at the destination,
 and a commit record is only created when its fields hash to its ID.
+
+``transfer.mode: external`` (``EngineSettings.copy_objects=False``) runs the same flow without the object copies:
+the store's own replication delivers the objects to the same relative keys under the mirror's namespace, the
+range and metarange files are put (unless replicated too), and validation decides. A commit whose objects have
+not all arrived is blocked as ``missing``, so the retry schedule checks it again after ``cooldown_on_missing``.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from .plugs import (
     ValidatedCache,
     in_process_validator,
 )
-from .range_transfer import transfer_range
+from .range_transfer import put_metadata_file, transfer_range
 from .results import BlockReason, MirrorSyncResult, RefAction, RefKind, RefResult, TransferStats
 from .source import RepositorySource
 from .validation import MAX_REPORTED, describe_failure, metadata_uri, read_metarange
@@ -63,11 +68,15 @@ class MirrorRefMoved(ReplicationError):
 
 @dataclass(frozen=True)
 class EngineSettings:
+    """The config's knobs as the engine reads them (``ReplicationService.engine_settings`` builds them)."""
+
     concurrency: int = 16
     strict_full_addresses: bool = False
     list_page_size: int = 1000
     validator_workers: int = 3
     mirror_tags: bool = True
+    #: False for ``transfer.mode: external``: objects arrive by the store's replication; only metadata is put.
+    copy_objects: bool = True
 
 
 @dataclass
@@ -254,7 +263,8 @@ class MirrorEngine:
         for metarange_id, commit in first_commit.items():
             errors.extend(self._transfer_and_validate_metarange(metarange_id, commit, stats, intact, bases))
         if errors:
-            prepared.error = "validation failed, not promoted: " + "; ".join(errors[:MAX_REPORTED])
+            why = "validation failed" if self.settings.copy_objects else "waiting for the store's replication"
+            prepared.error = f"{why}, not promoted: " + "; ".join(errors[:MAX_REPORTED])
         return prepared
 
     def note_lag(self, result: RefResult) -> None:
@@ -377,7 +387,8 @@ class MirrorEngine:
         if stats.failed_object_count > failed_before:
             examples = ", ".join(stats.failed_objects[:5])
             return [f"{stats.failed_object_count - failed_before} object(s) could not be copied, e.g. {examples}"]
-        self.dst_store.write_bytes(metadata_uri(self.dst_ns, metarange_id), data)
+        if not put_metadata_file(self.dst_store, self.dst_ns, metarange_id, data, keep_present=not self.copy_objects):
+            stats.metadata_files_present += 1
         failpoint("after_metarange_file")
 
         errors: list[str] = []
@@ -387,6 +398,7 @@ class MirrorEngine:
         validations = self.validator(new_ranges) if new_ranges else []
         stats.ranges_validated += len(validations)
         stats.objects_validated_by_size += sum(v.checked_by_size for v in validations)
+        stats.objects_missing += sum(v.missing_count for v in validations)
         good = {v.range_id: v.fingerprint for v in validations if v.ok}
         if good:
             self.validated.mark_ranges_validated(self.validation_key, good)
@@ -400,12 +412,25 @@ class MirrorEngine:
             intact.add(metarange_id)
         return errors
 
+    @property
+    def copy_objects(self) -> bool:
+        """Whether this engine copies objects (``transfer.mode: copy``) or awaits the store's replication."""
+        return self.settings.copy_objects
+
     def transfer_ranges(self, batch: RangeBatch, commit: Commit, stats: TransferStats) -> None:
-        """The in-process ``RangeTransferer``: ranges one after another, objects on the engine's pool."""
-        stats.note_path("in_process")
+        """The in-process ``RangeTransferer``: ranges one after another, objects on the engine's pool (in
+        external mode no objects: the range files only)."""
+        stats.note_path("in_process" if self.copy_objects else "external")
         for range_id, base_ranges in batch.items():
             summary = transfer_range(
-                self.source, self.dst_store, self.dst_ns, range_id, commit.id, self._pool, base_ranges=base_ranges
+                self.source,
+                self.dst_store,
+                self.dst_ns,
+                range_id,
+                commit.id,
+                self._pool,
+                base_ranges=base_ranges,
+                copy_objects=self.copy_objects,
             )
             summary.add_to(stats)
             if summary.error is not None:

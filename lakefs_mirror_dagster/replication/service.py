@@ -108,6 +108,7 @@ class ReplicationService:
             strict_full_addresses=self.config.transfer.strict_full_addresses,
             list_page_size=self.config.commit_sensor.list_branch_page_size,
             validator_workers=self.config.validator.num_workers,
+            copy_objects=self.config.transfer.mode == "copy",
         )
 
     def engine_for(
