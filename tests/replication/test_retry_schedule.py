@@ -24,10 +24,10 @@ pytestmark = pytest.mark.integration
 COOLDOWNS = {"run_interval": "1s", "cooldown_on_missing": "2s", "cooldown_on_error": "5s"}
 
 
-def with_cooldowns(path: Path) -> Path:
+def with_cooldowns(path: Path, *, on_missing: str = COOLDOWNS["cooldown_on_missing"]) -> Path:
     """The region config at ``path`` with short retry settings and a full pass only every minute."""
     raw = yaml.safe_load(path.read_text())
-    raw["validator"] = {**raw.get("validator", {}), **COOLDOWNS}
+    raw["validator"] = {**raw.get("validator", {}), **COOLDOWNS, "cooldown_on_missing": on_missing}
     raw["commit_sensor"] = {**raw.get("commit_sensor", {}), "process_branches_duration": "1m"}
     path.write_text(yaml.safe_dump(raw))
     return path
