@@ -14,6 +14,7 @@ from .errors import ConfigError, _FieldError, _Parts
 from .sections import (
     AuthConfig,
     CommitSensorConfig,
+    GarbageCollectionConfig,
     LakeFSCredentials,
     LoggingConfig,
     MirrorsManagerConfig,
@@ -64,6 +65,7 @@ class ReplicationConfig:
     )
     transfer: TransferConfig = field(default_factory=TransferConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
+    garbage_collection: GarbageCollectionConfig = field(default_factory=GarbageCollectionConfig)
     source_stores: Mapping[str, BlockstoreConfig] = field(
         default_factory=dict, metadata=_meta(key_check=_region_name, region_keyed=True)
     )
