@@ -124,31 +124,19 @@ def mirror_gc_deletions(
     now: Callable[[], datetime] = _utc_now,
 ) -> GcResult:
     """One pass for one mirror: mark, and after the grace period delete, the mirror's data objects that the
-    source's namespace no longer has. Never raises for a storage or database failure of this mirror: the
-    result's ``error`` says what failed (what was deleted before it is counted)."""
+    source's namespace no longer has. Never raises for a storage or lakeFS failure of this mirror: the result's
+    ``error`` says what failed (what was deleted before it is counted). A mirrors-database failure is raised."""
     started, clock = now(), time.monotonic()
     result = GcResult(mirror=mirror_name, source_repository=source.repository, dry_run=settings.dry_run)
     forget = _CacheForgetter(validated, validation_keys, result)
     try:
-        src_store = _source_store(source)
+        run = _Pass(mirror_id, source, _source_store(source), destination, destination_namespace, marks, settings, now)
         pairs = _missing_at_source(
             _data_objects(destination, destination_namespace, result),
-            (address for address, _ in _data_objects(src_store, source.storage_namespace)),
+            (address for address, _ in _data_objects(run.src_store, source.storage_namespace)),
         )
         while page := list(islice(pairs, settings.page_size)):
-            _page(
-                page,
-                mirror_id,
-                source,
-                src_store,
-                destination,
-                destination_namespace,
-                marks,
-                settings,
-                now,
-                result,
-                forget,
-            )
+            run.page(page, result, forget)
         if not settings.dry_run:  # only a complete pass knows which marks it no longer saw
             result.unmarked += marks.sweep_missing(mirror_id, started)
     except MirrorsDatabaseError:
@@ -234,49 +222,52 @@ def _missing_at_source(mirror: Iterator[tuple[str, int]], source: Iterator[str])
             yield address, size
 
 
-def _page(
-    page: list[tuple[str, int]],
-    mirror_id: str,
-    source: SourceReader,
-    src_store: Blockstore,
-    destination: Blockstore,
-    destination_namespace: str,
-    marks: MissingMarks,
-    settings: GcSettings,
-    now: Callable[[], datetime],
-    result: GcResult,
-    forget: _CacheForgetter,
-) -> None:
-    """Mark one page of missing objects; delete those past their grace period that the source still lacks."""
-    sizes = dict(page)
-    seen = now()
-    # A dry run only reads the marks: its grace periods start with the first pass that writes them.
-    firsts = marks.missing_since(mirror_id, sizes) if settings.dry_run else marks.note_missing(mirror_id, sizes, seen)
-    due = [a for a in sizes if a in firsts and seen - firsts[a] >= settings.grace_period]
-    result.missing += len(sizes)
-    result.newly_missing += sum(1 for a in sizes if firsts.get(a, seen) >= seen)
-    result.waiting += len(sizes) - len(due)
-    if not due:
-        return
-    if not settings.dry_run:
-        forget.before_deleting()
+@dataclass(frozen=True)
+class _Pass:
+    """What every page of one mirror's pass works with."""
 
-    def delete_if_gone(address: str) -> bool:
-        if src_store.stat(source.namespace_uri(address)) is not None:
-            return False  # back at the source (or never gone): kept
-        if not settings.dry_run:
-            destination.delete(join_namespace(destination_namespace, address))
+    mirror_id: str
+    source: SourceReader
+    src_store: Blockstore
+    destination: Blockstore
+    destination_namespace: str
+    marks: MissingMarks
+    settings: GcSettings
+    now: Callable[[], datetime]
+
+    def page(self, page: list[tuple[str, int]], result: GcResult, forget: _CacheForgetter) -> None:
+        """Mark one page of missing objects; delete those past their grace period that the source still lacks."""
+        sizes = dict(page)
+        seen, dry_run = self.now(), self.settings.dry_run
+        # A dry run only reads the marks: grace periods start with the first pass that writes them.
+        marks, mirror_id = self.marks, self.mirror_id
+        firsts = marks.missing_since(mirror_id, sizes) if dry_run else marks.note_missing(mirror_id, sizes, seen)
+        due = [a for a in sizes if a in firsts and seen - firsts[a] >= self.settings.grace_period]
+        result.missing += len(sizes)
+        result.newly_missing += sum(1 for a in sizes if firsts.get(a, seen) >= seen)
+        result.waiting += len(sizes) - len(due)
+        if not due:
+            return
+        if not dry_run:
+            forget.before_deleting()
+        workers = max(1, min(self.settings.concurrency, len(due)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gc") as pool:
+            gone = dict(zip(due, pool.map(self._delete_if_gone, due), strict=True))
+        deleted = [a for a in due if gone[a]]
+        result.deleted += len(deleted)
+        result.bytes_deleted += sum(sizes[a] for a in deleted)
+        result.back_at_source += len(due) - len(deleted)
+        result.addresses.extend(deleted[: MAX_LISTED - len(result.addresses)])
+        if not dry_run:
+            marks.forget_missing(mirror_id, due)
+
+    def _delete_if_gone(self, address: str) -> bool:
+        """A HEAD at the source right before the delete: an object it has (again) is kept."""
+        if self.src_store.stat(self.source.namespace_uri(address)) is not None:
+            return False
+        if not self.settings.dry_run:
+            self.destination.delete(join_namespace(self.destination_namespace, address))
         return True
-
-    with ThreadPoolExecutor(max_workers=max(1, min(settings.concurrency, len(due))), thread_name_prefix="gc") as pool:
-        gone = dict(zip(due, pool.map(delete_if_gone, due), strict=True))
-    deleted = [a for a in due if gone[a]]
-    result.deleted += len(deleted)
-    result.bytes_deleted += sum(sizes[a] for a in deleted)
-    result.back_at_source += len(due) - len(deleted)
-    result.addresses.extend(deleted[: MAX_LISTED - len(result.addresses)])
-    if not settings.dry_run:
-        marks.forget_missing(mirror_id, due)
 
 
 def run_gc_deletions(
