@@ -32,7 +32,7 @@ from ..mirrors import Mirror, MirrorsDatabaseError, MirrorState
 from ..storage import Blockstore
 from ..storage.uri import join_namespace, namespace_prefix, relative_to_namespace
 from .errors import ReplicationError
-from .namespaces import is_mirror_repository
+from .namespaces import check_namespace_free, is_mirror_repository
 from .plugs import ValidatedCache
 from .source import SourceReader
 from .validation import METADATA_PREFIX
@@ -106,6 +106,12 @@ class GcResult:
         return {**asdict(self), "ok": self.ok}
 
 
+def _database_down(exc: BaseException) -> bool:
+    """The mirrors database failed (down, or busy beyond its retries): the store raises exactly
+    ``MirrorsDatabaseError`` then. Its subclasses (a namespace overlap, an invalid address) are one mirror's."""
+    return type(exc) is MirrorsDatabaseError
+
+
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -139,9 +145,9 @@ def mirror_gc_deletions(
             run.page(page, result, forget)
         if not settings.dry_run:  # only a complete pass knows which marks it no longer saw
             result.unmarked += marks.sweep_missing(mirror_id, started)
-    except MirrorsDatabaseError:
-        raise
     except Exception as exc:
+        if _database_down(exc):
+            raise
         result.error = f"{type(exc).__name__}: {exc}"
         log.error(
             "garbage-collection deletions of %s failed: %s",
@@ -292,9 +298,9 @@ def run_gc_deletions(
         else:
             try:
                 result = _one_mirror(service, mirror, settings, now)
-            except MirrorsDatabaseError:
-                raise  # the pass cannot go on without the database: the caller reports it once
             except Exception as exc:
+                if _database_down(exc):
+                    raise  # the pass cannot go on without the database: the caller reports it once
                 result = GcResult(
                     mirror.name, mirror.source_repository, dry_run=dry_run, error=f"{type(exc).__name__}: {exc}"
                 )
@@ -323,11 +329,19 @@ def _one_mirror(
 
     source_client = service.client(mirror.source_region)
     source_repository = source_client.get_repository(mirror.source_repository)
-    repository = service.client(mirror.destination_region).get_repository(mirror.name)
+    destination = service.client(mirror.destination_region)
+    repository = destination.get_repository(mirror.name)
     if not is_mirror_repository(repository, mirror.storage_namespace):
         raise ReplicationError(
             f"repository {mirror.name} is not this mirror's (writable, or on another namespace): nothing deleted"
         )
+    # A repository created since inside the mirror's namespace would look like data its source lacks.
+    check_namespace_free(
+        mirror.storage_namespace,
+        where=f"region {mirror.destination_region}; nothing deleted",
+        repositories=destination.list_repositories(page_size=service.config.list_repositories_page_size),
+        ignore=mirror.name,
+    )
     store = service.source_store(mirror.source_region)
     source = SourceReader(
         mirror.source_repository, source_repository.storage_namespace, store=store, client=source_client

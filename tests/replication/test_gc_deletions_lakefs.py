@@ -89,3 +89,12 @@ def test_gc_deletes_exactly_what_gc_swept_at_the_source_after_the_grace_period(
     dst = case.destination.client("region-c")
     for path in KEEP:
         assert dst.get_object(case.mirror.name, "main", path) == content(path, 200 if path == KEEP[0] else 300)
+
+    # A repository someone created inside the mirror's namespace is not garbage: the pass refuses and deletes nothing.
+    nested = unique_name("nested")
+    dst.create_repository(nested, f"{case.mirror.storage_namespace.rstrip('/')}/{nested}")
+    dst.upload_object(nested, "main", "data/x.csv", b"not the mirror's")
+    with_nested = _in_minio(lakefs_env, case)
+    refused = _gc(case, tmp_path, *mine, code=1, capsys=capsys)[case.mirror.name]
+    assert "NamespaceOverlap" in str(refused["error"]) and nested in str(refused["error"])
+    assert _in_minio(lakefs_env, case) == with_nested
