@@ -141,6 +141,42 @@ def format_sync_result(result: Any) -> str:
     return "\n".join(lines)
 
 
+def _gc(args: argparse.Namespace) -> int:
+    """One garbage-collection deletions pass over this region's mirrors (exit 1 when any mirror failed)."""
+    from .replication.gc_deletions import run_gc_deletions
+
+    service = _load_service(args)
+    try:
+        results = run_gc_deletions(service, name=args.mirror, dry_run=args.dry_run)
+    finally:
+        service.close()
+    if args.mirror and not results:
+        print(f"lakefs-mirror: no mirror named {args.mirror!r} in region {service.config.region}", file=sys.stderr)
+        return 2
+    for result in results:
+        print(json.dumps(result.to_json()) if args.json else format_gc_result(result), flush=True)
+    return 0 if all(r.ok for r in results) else 1
+
+
+def format_gc_result(result: Any) -> str:
+    """A mirror's counts, then each address deleted (or, in a dry run, that would be)."""
+    head = f"mirror {result.mirror} <- {result.source_repository} ({result.duration_seconds:.1f}s)"
+    if result.skipped:
+        return f"{head}: skipped, {result.skipped}"
+    verb = "would delete" if result.dry_run else "deleted"
+    lines = [
+        f"{head}: {verb} {result.deleted} object(s) ({result.bytes_deleted} bytes); {result.listed} listed, "
+        f"{result.missing} missing at the source ({result.newly_missing} new, {result.waiting} in the grace period), "
+        f"{result.back_at_source} back at the source"
+    ]
+    if result.error:
+        lines.append(f"  ! {result.error}")
+    lines.extend(f"  {verb} {address}" for address in result.addresses)
+    if result.deleted > len(result.addresses):
+        lines.append(f"  ... and {result.deleted - len(result.addresses)} more")
+    return "\n".join(lines)
+
+
 def _mirrors_create(args: argparse.Namespace) -> int:
     service = _load_service(args)
     try:
@@ -340,6 +376,16 @@ def build_parser() -> argparse.ArgumentParser:
     scrub.add_argument("--no-repair", action="store_true", help="report only; exit 1 when anything is damaged")
     scrub.add_argument("--json", action="store_true", help="the report as one JSON document")
     scrub.set_defaults(func=_scrub)
+
+    gc = sub.add_parser(
+        "gc",
+        help="delete from this region's mirrors the objects garbage collection deleted at their sources "
+        "(once missing for garbage_collection.grace_period)",
+    )
+    gc.add_argument("--mirror", help="only the mirror with this name")
+    gc.add_argument("--dry-run", action="store_true", help="list what would be deleted; change nothing")
+    gc.add_argument("--json", action="store_true", help="one JSON document per mirror")
+    gc.set_defaults(func=_gc)
 
     mirrors = sub.add_parser("mirrors", help="create and list mirror definitions")
     mirrors_sub = mirrors.add_subparsers(dest="mirrors_command", required=True)

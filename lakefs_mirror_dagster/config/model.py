@@ -15,6 +15,7 @@ from .sections import (
     AuthConfig,
     CommitSensorConfig,
     FreshnessConfig,
+    GarbageCollectionConfig,
     LakeFSCredentials,
     LoggingConfig,
     MirrorsManagerConfig,
@@ -66,6 +67,7 @@ class ReplicationConfig:
     )
     transfer: TransferConfig = field(default_factory=TransferConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
+    garbage_collection: GarbageCollectionConfig = field(default_factory=GarbageCollectionConfig)
     source_stores: Mapping[str, BlockstoreConfig] = field(
         default_factory=dict, metadata=_meta(key_check=_region_name, region_keyed=True)
     )

@@ -36,7 +36,7 @@ from .models import (
     new_mirror_id,
 )
 from .rows import first_mirror, select_mirror, to_mirror, utc_now
-from .schema import mirror_branches, mirrors, validated_ranges
+from .schema import gc_missing, mirror_branches, mirrors, validated_ranges
 from .transactions import CAS_RETRIES, LostRace, Transactions, conflict
 
 __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "MirrorRecords"]
@@ -235,7 +235,7 @@ class MirrorRecords(Transactions):
         )
 
     def delete_mirror(self, mirror_id: str, *, expected_generation: int | None = None) -> bool:
-        """Remove the mirror record, its branches, and its validated-ranges cache.
+        """Remove the mirror record, its branches, its garbage-collection marks and its validated-ranges cache.
 
         The cache goes too: a later mirror on the same namespace must not trust ranges that may have
         been deleted with the old repository. Returns False if there was no such mirror.
@@ -248,6 +248,7 @@ class MirrorRecords(Transactions):
             if expected_generation is not None and current.generation != expected_generation:
                 raise conflict(mirror_id, expected_generation, current.generation)
             conn.execute(delete(mirror_branches).where(mirror_branches.c.mirror_id == mirror_id))
+            conn.execute(delete(gc_missing).where(gc_missing.c.mirror_id == mirror_id))
             conn.execute(delete(validated_ranges).where(validated_ranges.c.namespace == current.validation_namespace))
             result = conn.execute(
                 delete(mirrors).where(mirrors.c.id == mirror_id, mirrors.c.generation == current.generation)

@@ -6,7 +6,7 @@ constraints, ``UPDATE ... WHERE generation = n``), never by a read in Python fol
 so two regions writing at once cannot corrupt it or lose an update.
 
 The store is put together from one part per table (``records``, ``branches``, ``validated``,
-``organizations``) over the shared transaction runner (``transactions``); the engine is made in ``engine``
+``organizations``, ``gc_marks``) over the shared transaction runner (``transactions``); the engine is made in ``engine``
 and the tables are created or upgraded by ``migrations``.
 """
 
@@ -20,6 +20,7 @@ from sqlalchemy.engine import URL
 
 from .branches import BranchRecords
 from .engine import make_engine
+from .gc_marks import GcMarks
 from .migrations import upgrade_schema
 from .organizations import OrganizationRecords
 from .records import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MirrorRecords
@@ -28,7 +29,7 @@ from .validated import ValidatedRangesCache
 __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "MirrorStore"]
 
 
-class MirrorStore(MirrorRecords, BranchRecords, ValidatedRangesCache, OrganizationRecords):
+class MirrorStore(MirrorRecords, BranchRecords, ValidatedRangesCache, OrganizationRecords, GcMarks):
     """Typed access to the mirrors database; tables are created on construction.
 
     ``url`` is a SQLAlchemy URL (string or ``URL``): ``sqlite:///path/mirrors.db`` (WAL mode, busy

@@ -8,7 +8,7 @@ caller that named a generation, or a fresh attempt (``LostRace``) for one that d
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine
@@ -19,11 +19,13 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, Operation
 from .engine import READ_ONLY
 from .errors import ConcurrentUpdate, MirrorsDatabaseError
 
-__all__ = ["CAS_RETRIES", "LostRace", "Transactions", "conflict"]
+__all__ = ["CAS_RETRIES", "STATEMENT_CHUNK", "LostRace", "Transactions", "chunks", "conflict", "rowcount"]
 
 T = TypeVar("T")
 
 _TRANSIENT_RETRIES = 5
+#: Values per ``IN (...)`` or multi-row ``INSERT``: far below SQLite's bound-parameter limit.
+STATEMENT_CHUNK = 500
 #: Attempts of a compare-and-set without an expected generation before giving up.
 CAS_RETRIES = 20
 
@@ -96,3 +98,14 @@ def conflict(mirror_id: str, expected: int, actual: int | None) -> ConcurrentUpd
         expected=expected,
         actual=actual,
     )
+
+
+def chunks(items: Sequence[T]) -> Iterator[list[T]]:
+    """``items`` in slices of ``STATEMENT_CHUNK``, one statement each."""
+    for start in range(0, len(items), STATEMENT_CHUNK):
+        yield list(items[start : start + STATEMENT_CHUNK])
+
+
+def rowcount(conn: Connection, stmt: Any) -> int:
+    """Run ``stmt`` (an UPDATE or DELETE) and return how many rows it changed: an op for ``Transactions._run``."""
+    return int(conn.execute(stmt).rowcount)

@@ -7,7 +7,7 @@ the cache is shared by all regions writing to the namespace.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, select
@@ -15,11 +15,9 @@ from sqlalchemy import Connection, delete, func, select
 from .errors import InvalidMirrorSpec
 from .rows import utc_now
 from .schema import validated_ranges
-from .transactions import Transactions
+from .transactions import Transactions, chunks, rowcount
 
 __all__ = ["ValidatedRangesCache"]
-
-_CHUNK = 500  # ids per statement: far below SQLite's bound-parameter limit
 
 
 class ValidatedRangesCache(Transactions):
@@ -42,7 +40,7 @@ class ValidatedRangesCache(Transactions):
                 raise InvalidMirrorSpec(f"invalid fingerprint {fingerprint!r} of range {rid}")
         changed = 0
         table = validated_ranges
-        for chunk in _chunks(ids):
+        for chunk in chunks(ids):
             now = utc_now()
             rows = [
                 {"namespace": namespace, "range_id": r, "validated_at": now, "fingerprint": fingerprints[r]}
@@ -68,7 +66,7 @@ class ValidatedRangesCache(Transactions):
         ids = _check_range_ids(range_ids)
         found: dict[str, str] = {}
         table = validated_ranges
-        for chunk in _chunks(ids):
+        for chunk in chunks(ids):
             stmt = select(table.c.range_id, table.c.fingerprint).where(
                 table.c.namespace == namespace, table.c.range_id.in_(chunk)
             )
@@ -80,11 +78,11 @@ class ValidatedRangesCache(Transactions):
         _check_namespace(namespace)
         where = validated_ranges.c.namespace == namespace
         if range_ids is None:
-            return self._run(functools.partial(_rowcount, stmt=delete(validated_ranges).where(where)))
+            return self._run(functools.partial(rowcount, stmt=delete(validated_ranges).where(where)))
         removed = 0
-        for chunk in _chunks(_check_range_ids(range_ids)):
+        for chunk in chunks(_check_range_ids(range_ids)):
             stmt = delete(validated_ranges).where(where, validated_ranges.c.range_id.in_(chunk))
-            removed += self._run(functools.partial(_rowcount, stmt=stmt))
+            removed += self._run(functools.partial(rowcount, stmt=stmt))
         return removed
 
     def validated_count(self, namespace: str) -> int:
@@ -96,10 +94,6 @@ class ValidatedRangesCache(Transactions):
 
 def _pairs(conn: Connection, stmt: Any) -> dict[str, str]:
     return {str(key): str(value) for key, value in conn.execute(stmt).all()}
-
-
-def _rowcount(conn: Connection, stmt: Any) -> int:
-    return int(conn.execute(stmt).rowcount)
 
 
 def _check_namespace(namespace: object) -> None:
@@ -116,8 +110,3 @@ def _check_range_ids(range_ids: Iterable[str]) -> list[str]:
             raise InvalidMirrorSpec(f"invalid range id {rid!r}")
         ids.add(rid)
     return sorted(ids)
-
-
-def _chunks(items: Sequence[str]) -> Iterator[list[str]]:
-    for start in range(0, len(items), _CHUNK):
-        yield list(items[start : start + _CHUNK])

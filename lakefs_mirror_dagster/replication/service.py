@@ -34,12 +34,18 @@ from .scrub import Scrubber
 from .source import RepositorySource
 from .storages import missing_stores
 
-__all__ = ["RETIRING", "ReplicationService", "store_spec"]
+__all__ = ["RETIRING", "ReplicationService", "store_spec", "validation_key"]
 
 #: States of a mirror whose repository and record are to be removed (``ReplicationService.retire``).
 RETIRING = (MirrorState.DELETING, MirrorState.DELETED)
 
 log = logging.getLogger(__name__)
+
+
+def validation_key(mirror: Mirror, *, strict: bool) -> str:
+    """The mirror's key in the validated-ranges cache. Strict validation trusts no range that was validated
+    leniently: it has cache entries of its own."""
+    return mirror.validation_namespace + ("#strict" if strict else "")
 
 
 def store_spec(config: ReplicationConfig, store: StoreConfig) -> StoreSpec:
@@ -140,9 +146,7 @@ class ReplicationService:
             destination_storage_id=mirror.storage_id,
             destination_namespace=mirror.storage_namespace,
             validated=self.mirrors,
-            # Strict validation trusts no range that was validated leniently: its own cache entries.
-            validation_key=mirror.validation_namespace
-            + ("#strict" if self.config.transfer.strict_full_addresses else ""),
+            validation_key=validation_key(mirror, strict=self.config.transfer.strict_full_addresses),
             settings=self.engine_settings(),
             validator=validator,
             transferer=transferer,
