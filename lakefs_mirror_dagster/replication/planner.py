@@ -87,12 +87,13 @@ class CommitPlanner:
 
     def _from_log(self, log: Iterator[Commit], commit_id: str) -> Commit:
         """``commit_id`` read from the head's log (further pages only when it is not in those read so far)."""
-        if commit_id not in self._commits:
-            for commit in log:
+        try:
+            while commit_id not in self._commits and (commit := next(log, None)) is not None:
                 self._commits.setdefault(commit.id, commit)
-                if commit.id == commit_id:
-                    break
-        return self.source_commit(commit_id)  # not in the log (cannot happen for a reachable commit): asked alone
+        except LakeFSNotFound:  # a log lakeFS cannot serve (its 1.84 commit cache, see below): ask commit by commit
+            pass
+        # Not in the log (a lakeFS answering another ID, see _checked): asked alone, the answer checked.
+        return self.source_commit(commit_id)
 
     def missing_commits(self, head: str) -> list[Commit]:
         """Every commit reachable from ``head`` (merge parents too) missing at the destination, parents first."""
