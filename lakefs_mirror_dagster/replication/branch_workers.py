@@ -36,13 +36,24 @@ def bounded_map(fn: Callable[[T], R], items: Sequence[T], limit: int) -> list[R]
 
 def sync_branches(heads: Heads, sync: SyncRef, gate: RefGate | None, limit: int) -> list[RefResult]:
     """Each branch (name -> source and mirror heads) asked of ``gate`` first, one after another (it reads the
-    mirrors database), then the ones it does not hold synced on up to ``limit`` threads; results in name order."""
+    mirrors database), then the ones it does not hold synced on up to ``limit`` threads; results in name order.
+
+    Branches at the same source head go in two waves: one of them first (it copies and records that commit),
+    then the others, which find it at the mirror. A new mirror of a repository whose branches mostly share a
+    few commits thus copies each commit once, not once per thread."""
     held = {name: gate(RefKind.BRANCH, name, *h) if gate is not None else None for name, h in heads.items()}
+    leaders: dict[str | None, str] = {}
+    for name, (source_head, _mirror_head) in heads.items():
+        leaders.setdefault(source_head, name)
+    first = list(leaders.values())
+    rest = [name for name in heads if name not in leaders.values()]
 
     def one(name: str) -> RefResult:
         return held[name] or sync(RefKind.BRANCH, name, *heads[name])
 
-    return bounded_map(one, list(heads), limit)
+    done = dict(zip(first, bounded_map(one, first, limit), strict=True))
+    done.update(zip(rest, bounded_map(one, rest, limit), strict=True))
+    return [done[name] for name in heads]
 
 
 def serialized(cache: ValidatedCache, recorder: RefRecorder | None) -> tuple[ValidatedCache, RefRecorder | None]:
