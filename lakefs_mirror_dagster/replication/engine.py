@@ -27,6 +27,7 @@ from ..graveler.records import RangeRef
 from ..lakefs import Commit, LakeFSClient, LakeFSNotFound
 from ..logs import log_fields
 from ..storage import Blockstore, ObjectStat, TransferPool
+from .branch_workers import serialized, sync_branches
 from .errors import ReplicationError
 from .failpoints import failpoint
 from .heads import branch_head, branch_heads, differing, tag_commits
@@ -77,6 +78,8 @@ class EngineSettings:
     mirror_tags: bool = True
     #: False for ``transfer.mode: external``: objects arrive by the store's replication; only metadata is put.
     copy_objects: bool = True
+    log_page_size: int = 1000  # commits per page of the source log the planner reads
+    branch_workers: int = 1  # branches of one pass synced at once (branch_workers.py)
 
 
 @dataclass
@@ -111,13 +114,12 @@ class MirrorEngine:
         recorder: RefRecorder | None = None,
     ) -> None:
         self.source = source
-        self.recorder = recorder
+        self.validated, self.recorder = serialized(validated, recorder)  # for the branch workers
         self.dst_storage_id = destination_storage_id
         self.destination = destination
         self.mirror_repo = mirror_repo
         self.dst_store = destination_store
         self.dst_ns = destination_namespace
-        self.validated = validated
         self.validation_key = validation_key or destination_namespace
         self.settings = settings or EngineSettings()
         self.validator = validator or in_process_validator(
@@ -127,7 +129,9 @@ class MirrorEngine:
             strict=self.settings.strict_full_addresses,
         )
         self.transferer: RangeTransferer = transferer or self.transfer_ranges
-        self.planner = CommitPlanner(source.client, source.repository, destination, mirror_repo)
+        self.planner = CommitPlanner(
+            source.client, source.repository, destination, mirror_repo, log_page_size=self.settings.log_page_size
+        )
         self._pool = TransferPool(
             concurrency=self.settings.concurrency, on_result=lambda _result: failpoint("after_object_copy")
         )
@@ -164,13 +168,10 @@ class MirrorEngine:
         page = self.settings.list_page_size
         src_branches = branch_heads(self.source.client, self.source.repository, page_size=page)
         dst_branches = branch_heads(self.destination, self.mirror_repo, page_size=page)
-        wanted = set(branches) if branches is not None else None
-        for name in sorted(set(src_branches) | set(dst_branches)):
-            if wanted is not None and name not in wanted:
-                continue
-            heads = src_branches.get(name), dst_branches.get(name)
-            held = gate(RefKind.BRANCH, name, *heads) if gate is not None else None
-            result.refs.append(held or self.sync_ref(RefKind.BRANCH, name, *heads))
+        everything = src_branches.keys() | dst_branches.keys()
+        names = sorted(everything if branches is None else everything & set(branches))
+        heads = {n: (src_branches.get(n), dst_branches.get(n)) for n in names}
+        result.refs.extend(sync_branches(heads, self.sync_ref, gate, self.settings.branch_workers))
         if self.settings.mirror_tags and branches is None:
             result.refs.extend(self._sync_differing_tags())
         result.duration_seconds = time.monotonic() - started

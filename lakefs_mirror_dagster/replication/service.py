@@ -115,6 +115,8 @@ class ReplicationService:
             list_page_size=self.config.commit_sensor.list_branch_page_size,
             validator_workers=self.config.validator.num_workers,
             copy_objects=self.config.transfer.mode == "copy",
+            log_page_size=self.config.commit_sensor.log_commit_page_size,
+            branch_workers=self.config.commit_sensor.branches_scanner_concurrency_limit,
         )
 
     def engine_for(
