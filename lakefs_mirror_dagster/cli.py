@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
@@ -70,6 +71,7 @@ def _load_service(args: argparse.Namespace) -> Any:
 
 def _sync(args: argparse.Namespace) -> int:
     config = _load_config(args)
+    from .progress_display import progress_sink
     from .replication import ReplicationService
 
     session = None
@@ -81,6 +83,10 @@ def _sync(args: argparse.Namespace) -> int:
         service: ReplicationService = SparkTransferService(config, session)
     else:
         service = ReplicationService(config)
+    display = contextlib.ExitStack()  # the live display ends with the command, whatever happens
+    sink = display.enter_context(progress_sink(args.progress, json_output=args.json, every_s=args.progress_every))
+    if sink is not None:
+        service.on_progress(sink[0], every_s=sink[1])
     # Full passes every process_branches_duration; between them, every validator.run_interval, a retry pass
     # over the blocked branches whose cooldown has ended (none due: nothing printed). Each wake is a pass.
     full_every = config.commit_sensor.process_branches_duration.total_seconds()
@@ -106,6 +112,7 @@ def _sync(args: argparse.Namespace) -> int:
             if full or results:
                 ok = all(r.ok for r in results)
     finally:
+        display.close()
         service.close()
         if session is not None:
             session.stop()
@@ -366,6 +373,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="copy objects in Spark tasks (config spark.master) when a batch reaches spark.transfer_threshold_objects",
     )
+    sync.add_argument(
+        "--progress",
+        choices=["auto", "bar", "lines", "off"],
+        default="auto",
+        help="auto: a live display on a terminal, else a line to stderr every --progress-every seconds",
+    )
+    sync.add_argument("--progress-every", type=float, default=10.0, help="seconds between progress lines (10)")
     sync.set_defaults(func=_sync)
 
     scrub = sub.add_parser("scrub", help="re-read a mirror's bytes at rest, check them, repair from the source")

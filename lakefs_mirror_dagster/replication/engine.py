@@ -26,7 +26,7 @@ from ..graveler.ranges import iter_range_refs
 from ..graveler.records import RangeRef
 from ..lakefs import Commit, LakeFSClient, LakeFSNotFound
 from ..logs import log_fields
-from ..storage import Blockstore, ObjectStat, TransferPool
+from ..storage import Blockstore, CopyResult, ObjectStat, TransferPool
 from .branch_workers import serialized, sync_branches
 from .errors import ReplicationError
 from .failpoints import failpoint
@@ -42,6 +42,7 @@ from .plugs import (
     ValidatedCache,
     in_process_validator,
 )
+from .progress import ProgressReporter
 from .range_transfer import put_metadata_file, transfer_range
 from .results import BlockReason, MirrorSyncResult, RefAction, RefKind, RefResult, TransferStats
 from .source import RepositorySource
@@ -132,9 +133,8 @@ class MirrorEngine:
         self.planner = CommitPlanner(
             source.client, source.repository, destination, mirror_repo, log_page_size=self.settings.log_page_size
         )
-        self._pool = TransferPool(
-            concurrency=self.settings.concurrency, on_result=lambda _result: failpoint("after_object_copy")
-        )
+        self.progress = ProgressReporter(mirror_repo)  # callers listen (the CLI's display, a Dagster run's log)
+        self._pool = TransferPool(concurrency=self.settings.concurrency, on_result=self._object_done)
 
     # ------------------------------------------------------------------ destination repository
     def ensure_mirror_repository(self) -> None:
@@ -215,6 +215,7 @@ class MirrorEngine:
                     self._delete_ref(kind, name)
                     result.mirror_commit, result.action = None, RefAction.DELETED
             elif source_commit != mirror_commit:
+                self.progress.ref_started(f"{kind} {name}")
                 prepared = self.prepare(kind, name, source_commit)
                 result.stats = prepared.stats
                 if prepared.error is not None:
@@ -238,7 +239,14 @@ class MirrorEngine:
         result.duration_seconds = time.monotonic() - started
         if self.recorder is not None:
             self.recorder(result)
+        if source_commit is not None and source_commit != mirror_commit:
+            self.progress.ref_finished(f"{kind} {name}")
         return result
+
+    def _object_done(self, result: CopyResult) -> None:
+        """Each object the copy pool finished: a failpoint for the fault suite, a tick of progress."""
+        failpoint("after_object_copy")
+        self.progress.object_done(0 if result.method == "skipped" else result.size)
 
     def _fields(self, ref: RefResult | None = None) -> dict[str, str]:
         """The context of this mirror's log records (and of one ref's: its branch and source commit)."""
@@ -384,7 +392,14 @@ class MirrorEngine:
             return []
         failed_before = stats.failed_object_count
         if new_ranges:
+            self.progress.batch_planned(r for r in refs if r.range_id in new_ranges)
+            handled_before, bytes_before = stats.objects_handled, stats.bytes_copied
             self.transferer(new_ranges, commit, stats)
+            self.progress.batch_done(
+                ranges=len(new_ranges),
+                objects=stats.objects_handled - handled_before,
+                copied_bytes=stats.bytes_copied - bytes_before,
+            )
         if stats.failed_object_count > failed_before:
             examples = ", ".join(stats.failed_objects[:5])
             return [f"{stats.failed_object_count - failed_before} object(s) could not be copied, e.g. {examples}"]

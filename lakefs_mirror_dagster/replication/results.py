@@ -87,6 +87,12 @@ class TransferStats:
     #: store's replication brings them, only range files were put), or ``""`` (no new ranges).
     transfer_path: str = ""
 
+    @property
+    def objects_handled(self) -> int:
+        """Objects of the transferred ranges dealt with: copied, found present, unchanged, or left to the store's
+        replication (progress counts these against the metarange's planned counts)."""
+        return self.objects_copied + self.objects_skipped + self.objects_unchanged + self.objects_awaited
+
     def note_path(self, path: str) -> None:
         """Record that a batch was transferred on ``path`` (``in_process`` or ``spark``)."""
         self.transfer_path = "+".join(sorted(set(filter(None, self.transfer_path.split("+"))) | {path}))

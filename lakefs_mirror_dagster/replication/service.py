@@ -28,6 +28,7 @@ from ..storage import Blockstore, StoreSpec
 from .engine import EngineSettings, MirrorEngine, RangeTransferer, RangeValidator, ReplicationError
 from .namespaces import check_namespace_free, is_mirror_repository
 from .organization import join_organization
+from .progress import ProgressListener
 from .results import MirrorSyncResult, RefAction, RefKind, RefResult
 from .retry import RetrySchedule
 from .scrub import Scrubber
@@ -74,6 +75,11 @@ class ReplicationService:
         self.retries = RetrySchedule(mirrors, config.validator)
         self._clients: dict[str, LakeFSClient] = {}
         self._stores: dict[tuple[str, str], Blockstore] = {}
+        self._progress: list[tuple[ProgressListener, float]] = []
+
+    def on_progress(self, listener: ProgressListener, *, every_s: float = 10.0) -> None:
+        """Every engine this service builds from now on sends its progress to ``listener`` (``progress.py``)."""
+        self._progress.append((listener, every_s))
 
     def close(self) -> None:
         for client in self._clients.values():
@@ -140,7 +146,7 @@ class ReplicationService:
             src_repo.storage_namespace,
             store=self.source_store(mirror.source_region),
         )
-        return MirrorEngine(
+        engine = MirrorEngine(
             source=source,
             destination=self.client(mirror.destination_region),
             mirror_repo=mirror.name,
@@ -154,6 +160,9 @@ class ReplicationService:
             transferer=transferer,
             recorder=functools.partial(self.record_ref, mirror),
         )
+        for listener, every_s in self._progress:
+            engine.progress.listen(listener, every_s=every_s)
+        return engine
 
     # ------------------------------------------------------------------ mirrors
     def create_mirror(

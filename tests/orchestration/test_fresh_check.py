@@ -52,7 +52,11 @@ def test_the_fresh_check_fails_naming_a_branch_left_behind_and_passes_again_once
     defs = case.definitions()
     sensor = commit_sensor_name(mirror.name)
     _tick(defs, MANAGER_SENSOR_NAME, instance)
-    assert run_until_converged(instance, defs, max_rounds=3, timeout_seconds=120).converged
+    first = run_until_converged(instance, defs, max_rounds=3, timeout_seconds=120)
+    assert first.converged
+    [run] = first.runs  # and the run logged its progress (at least once: when its branch was done)
+    logged = [e.user_message for e in instance.all_logs(run.run_id) if "progress: " in e.user_message]
+    assert any(f"mirror {mirror.name}: ranges 1/1, objects 1/1" in m for m in logged), logged
 
     def tick(cursor: str | None) -> str | None:
         with dg.build_sensor_context(instance=instance, resources=defs.resources, cursor=cursor) as context:

@@ -82,7 +82,7 @@ def _mirror_branch(
     started = time.monotonic()
     service = replication.service()
     mirror = replication.active_mirror(mirror_name)
-    engine, spark = spark_validator.engine_for(service, mirror)
+    engine, spark = spark_validator.engine_for(service, mirror, log=context.log.info)
     ref = engine.sync_branch(branch)
     context.log.info(
         f"{mirror.name}/{branch}: {ref.action} (source {ref.source_commit}, mirror was {ref.mirror_commit_before})"
