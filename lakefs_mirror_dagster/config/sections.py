@@ -30,6 +30,7 @@ __all__ = [
     "EncryptConfig",
     "FreshnessConfig",
     "LakeFSCredentials",
+    "LakeFSFrontConfig",
     "LoggingConfig",
     "MirrorsManagerConfig",
     "SparkConfig",
@@ -154,6 +155,17 @@ class LakeFSCredentials:
     @property
     def is_set(self) -> bool:
         return bool(self.access_key_id)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LakeFSFrontConfig:
+    """``lakefs_front``: when enabled, ``serve`` also fronts this region's lakeFS (``regional_endpoint``):
+    every request outside ``/service/replication/`` passes through to it, so the lakeFS API, its S3 gateway
+    and the replication API share one address, as the reference's curl commands assume. ``timeout`` bounds
+    each wait for lakeFS to accept or send the next bytes (connecting: at most 10 s of it)."""
+
+    enabled: bool = False
+    timeout: timedelta = field(default=timedelta(minutes=5), metadata=_meta(_positive_duration))
 
 
 @dataclass(frozen=True, kw_only=True)
