@@ -87,6 +87,13 @@ def test_one_address_serves_lakefs_its_s3_gateway_and_the_replication_api(
         finally:
             lakefs.close()
         assert direct.get_branch_head(repo, "dev") == commit.id
+        # A UI login's session cookie goes to the caller who logged in, and only there: the next caller is no one.
+        login = curl(f"{api.url}/api/v1/auth/login", "-H", "Content-Type: application/json", "--data", json.dumps(
+            {"access_key_id": region.access_key_id, "secret_access_key": region.secret_access_key}))  # fmt: skip
+        assert login.status == 200 and "internal_auth_session=" in login.headers["set-cookie"]
+        session = login.headers["set-cookie"].split(";")[0]
+        assert curl(f"{api.url}/api/v1/user", "-H", f"Cookie: {session}").body["user"]["id"] != ""
+        assert curl(f"{api.url}/api/v1/user").body["user"]["id"] == ""
         assert direct.get_object(repo, "dev", "api/hello.txt") == b"hello"
 
         # The S3 gateway, SigV4 signed for the front's address: lakeFS verifies it against the Host it receives.
