@@ -11,6 +11,7 @@ from .errors import (
     MirrorExists,
     MirrorNotFound,
     MirrorsDatabaseError,
+    MirrorsDatabaseUnavailable,
     NamespaceInUse,
     NamespaceOverlap,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "MirrorState",
     "MirrorStore",
     "MirrorsDatabaseError",
+    "MirrorsDatabaseUnavailable",
     "NamespaceInUse",
     "NamespaceOverlap",
     "Organization",

@@ -17,7 +17,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 
 from .engine import READ_ONLY
-from .errors import ConcurrentUpdate, MirrorsDatabaseError
+from .errors import ConcurrentUpdate, MirrorsDatabaseUnavailable
 
 __all__ = ["CAS_RETRIES", "STATEMENT_CHUNK", "LostRace", "Transactions", "chunks", "conflict", "rowcount"]
 
@@ -67,10 +67,10 @@ class Transactions:
                     raise
                 if not _transient(exc):
                     if isinstance(exc, OperationalError | InterfaceError):  # down, refused, wrong password, ...
-                        raise MirrorsDatabaseError(f"mirrors database {self.url} failed: {exc.orig}") from exc
+                        raise MirrorsDatabaseUnavailable(f"mirrors database {self.url} failed: {exc.orig}") from exc
                     raise
                 if attempt == _TRANSIENT_RETRIES - 1:
-                    raise MirrorsDatabaseError(
+                    raise MirrorsDatabaseUnavailable(
                         f"mirrors database {self.url} stayed busy after {_TRANSIENT_RETRIES} attempts: {exc.orig}"
                     ) from exc
                 time.sleep(delay)
