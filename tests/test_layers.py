@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "mirrors": 2,
     "replication": 3,
     "refs": 4,
+    "progress_display": 4,  # the CLI's live display of the engine's progress
     "spark": 5,
     "service": 5,
     "orchestration": 6,
