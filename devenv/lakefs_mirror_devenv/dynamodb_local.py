@@ -5,19 +5,23 @@ Local as ``com.amazonaws:DynamoDBLocal`` on Maven Central; Maven resolves it wit
 sqlite4java's native library for this platform (``.so``), into the project cache (``maven.ensure_maven_set``).
 
 DynamoDB Local has no option for the address it binds, so it is started through ``LocalhostRunner.java``
-(beside this module; run by ``java`` as a single source file), which builds the same server on a Jetty
+(beside this module, compiled once into the cache beside the jars), which builds the same server on a Jetty
 connector bound to 127.0.0.1 only.
 """
 
 from __future__ import annotations
 
 import atexit
+import hashlib
+import os
 import shutil
+import subprocess
 import sys
 import urllib.request
 from pathlib import Path
 from types import TracebackType
 
+from .build import _build_lock, cache_dir
 from .maven import DEPENDENCY_PLUGIN_VERSION, ensure_maven_set
 from .processes import DevenvError, free_port, pid_alive, start_process, stop_pid, wait_http_ok
 
@@ -35,7 +39,8 @@ __all__ = [
 DYNAMODB_LOCAL_VERSION = "2.6.1"
 SQLITE4JAVA_VERSION = "1.0.392"
 _RUNNER = Path(__file__).with_name("LocalhostRunner.java")
-_START_TIMEOUT_S = 60.0
+_START_TIMEOUT_S = 120.0
+_JAVAC_TIMEOUT_S = 300
 _PORT_ATTEMPTS = 3
 #: DynamoDB Local accepts any credentials and region; these are what the devenv configs and tests use.
 ACCESS_KEY_ID = "devenv"
@@ -89,6 +94,34 @@ def ensure_dynamodb_local() -> Path:
     )
 
 
+def _compiled_runner(jars: Path) -> Path:
+    """The directory holding ``LocalhostRunner.class``, compiled against ``jars`` once (keyed by the source's
+    digest and the jar set), staged and renamed into place like the jars."""
+    source = _RUNNER.read_bytes()
+    digest = hashlib.sha256(source + str(jars).encode()).hexdigest()[:12]
+    target = cache_dir() / "jars" / f"dynamodb-local-runner-{digest}"
+    if (target / "LocalhostRunner.class").is_file():
+        return target
+    javac = shutil.which("javac")
+    if javac is None:
+        raise DevenvError("no `javac` on PATH: starting DynamoDB Local on 127.0.0.1 needs a JDK >= 17")
+    with _build_lock("dynamodb-local-runner"):
+        if (target / "LocalhostRunner.class").is_file():
+            return target
+        staging = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        try:
+            argv = [javac, "-nowarn", "-cp", f"{jars}/*", "-d", str(staging), str(_RUNNER)]
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=_JAVAC_TIMEOUT_S)
+            if proc.returncode != 0:
+                raise DevenvError(f"javac failed (exit {proc.returncode}): {' '.join(argv)}\n{proc.stderr[-4000:]}")
+            staging.replace(target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return target
+
+
 class DynamoDBLocal:
     """A DynamoDB Local process on 127.0.0.1 and a free port, started and stopped by us.
 
@@ -113,6 +146,7 @@ class DynamoDBLocal:
     ) -> DynamoDBLocal:
         """Start one and return once it answers ``ListTables``; fails with its log's tail otherwise."""
         jars = ensure_dynamodb_local()
+        runner = _compiled_runner(jars)
         java = shutil.which("java")
         if java is None:
             raise DevenvError("Java is not installed (no `java` on PATH); DynamoDB Local needs Java >= 17")
@@ -126,9 +160,9 @@ class DynamoDBLocal:
             argv = [
                 java,
                 "-cp",
-                f"{jars}/*",
+                f"{runner}{os.pathsep}{jars}/*",
                 f"-Djava.library.path={jars}",
-                str(_RUNNER),
+                "LocalhostRunner",
                 *storage,
                 "-sharedDb",
                 "-disableTelemetry",
