@@ -1,5 +1,5 @@
-"""Fixtures for the mirrors database tests: a real PostgreSQL server and a real DynamoDB Local, with a fresh
-database (or table) per test.
+"""Fixtures for the mirrors database tests: a real PostgreSQL server and the session's DynamoDB Local
+(``tests/conftest.py``), with a fresh database (or table) per test.
 
 A missing PostgreSQL or Java, or a failed start, makes the tests error with the server's reason; nothing skips.
 """
@@ -11,12 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lakefs_mirror_devenv import dynamodb_local
-from lakefs_mirror_devenv.dynamodb_local import DynamoDBLocal
 from lakefs_mirror_devenv.postgres import PostgresServer
 
 from lakefs_mirror_dagster.config.database import (
-    DynamoDBSettings,
     MirrorsDatabaseConfig,
     PostgresSettings,
     SqliteSettings,
@@ -52,28 +49,6 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'mirrors.db'}"
     return str(request.getfixturevalue("pg_url"))
-
-
-@pytest.fixture(scope="session")
-def dynamodb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DynamoDBLocal]:
-    """One in-memory DynamoDB Local for the whole session."""
-    server = DynamoDBLocal.start(tmp_path_factory.mktemp("dynamodb-local"), stop_at_exit=True)
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def dynamodb_settings(dynamodb_server: DynamoDBLocal) -> DynamoDBSettings:
-    """A table name no other test uses (created by the store on start) on the session's DynamoDB Local."""
-    return DynamoDBSettings(
-        table_name=f"mirrors-{uuid.uuid4().hex[:16]}",
-        aws_region=dynamodb_local.AWS_REGION,
-        endpoint=dynamodb_server.endpoint,
-        aws_access_key_id=dynamodb_local.ACCESS_KEY_ID,
-        aws_secret_access_key=Secret(dynamodb_local.SECRET_ACCESS_KEY),
-    )
 
 
 @pytest.fixture(params=["sqlite", "postgresql", "dynamodb"])
