@@ -260,12 +260,17 @@ def _make_client(settings: DynamoDBSettings) -> tuple[Any, str]:
     from botocore.exceptions import BotoCoreError
 
     try:
-        session = boto3.session.Session(
-            profile_name=settings.aws_profile or None, region_name=settings.aws_region or None
-        )
-    except BotoCoreError as exc:  # e.g. ProfileNotFound
-        raise MirrorsDatabaseError(f"mirrors_database.dynamodb.aws_profile: {exc}") from None
-    region = session.region_name
+        session = boto3.session.Session(region_name=settings.aws_region or None)
+        if settings.aws_profile:
+            if settings.aws_profile not in session.available_profiles:
+                raise MirrorsDatabaseError(
+                    f"mirrors_database.dynamodb.aws_profile: no AWS profile {settings.aws_profile!r} in the AWS "
+                    "config and credentials files"
+                )
+            session = boto3.session.Session(profile_name=settings.aws_profile, region_name=settings.aws_region or None)
+        region = session.region_name
+    except BotoCoreError as exc:  # an unreadable AWS config file
+        raise MirrorsDatabaseError(f"AWS configuration for the DynamoDB mirrors database: {exc}") from None
     if not region:
         raise MirrorsDatabaseError(
             f"no AWS region for the DynamoDB mirrors database table {settings.table_name!r}: set "
@@ -276,6 +281,6 @@ def _make_client(settings: DynamoDBSettings) -> tuple[Any, str]:
         endpoint_url=settings.endpoint or None,
         aws_access_key_id=settings.aws_access_key_id or None,
         aws_secret_access_key=settings.aws_secret_access_key.reveal() or None,
-        config=Config(retries={"mode": "standard", "max_attempts": 8}, connect_timeout=5, read_timeout=30),
+        config=Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=30),
     )
     return client, region
