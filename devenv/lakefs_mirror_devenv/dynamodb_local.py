@@ -81,8 +81,9 @@ def dynamodb_local_pom() -> str:
 
 
 def ensure_dynamodb_local() -> Path:
-    """The cached directory of DynamoDB Local's jars and native libraries, fetched with Maven on first use."""
-    return ensure_maven_set(
+    """The cached directory of DynamoDB Local's jars and native libraries, fetched with Maven on first use,
+    with the 127.0.0.1 launcher compiled beside them (so a test only starts a JVM)."""
+    jars = ensure_maven_set(
         "dynamodb-local",
         DYNAMODB_LOCAL_VERSION,
         dynamodb_local_pom(),
@@ -92,6 +93,8 @@ def ensure_dynamodb_local() -> Path:
         ),
         what=f"DynamoDB Local {DYNAMODB_LOCAL_VERSION} (with sqlite4java's native libraries)",
     )
+    _compiled_runner(jars)
+    return jars
 
 
 def _compiled_runner(jars: Path) -> Path:
