@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
@@ -70,6 +71,7 @@ def _load_service(args: argparse.Namespace) -> Any:
 
 def _sync(args: argparse.Namespace) -> int:
     config = _load_config(args)
+    from .progress_display import progress_sink
     from .replication import ReplicationService
 
     session = None
@@ -81,6 +83,10 @@ def _sync(args: argparse.Namespace) -> int:
         service: ReplicationService = SparkTransferService(config, session)
     else:
         service = ReplicationService(config)
+    display = contextlib.ExitStack()  # the live display ends with the command, whatever happens
+    sink = display.enter_context(progress_sink(args.progress, json_output=args.json, every_s=args.progress_every))
+    if sink is not None:
+        service.on_progress(sink[0], every_s=sink[1])
     # Full passes every process_branches_duration; between them, every validator.run_interval, a retry pass
     # over the blocked branches whose cooldown has ended (none due: nothing printed). Each wake is a pass.
     full_every = config.commit_sensor.process_branches_duration.total_seconds()
@@ -106,6 +112,7 @@ def _sync(args: argparse.Namespace) -> int:
             if full or results:
                 ok = all(r.ok for r in results)
     finally:
+        display.close()
         service.close()
         if session is not None:
             session.stop()
@@ -126,6 +133,11 @@ def format_sync_result(result: Any) -> str:
             f"objects {s.objects_copied:6} (+{s.objects_skipped + s.objects_unchanged} present) "
             f"bytes {s.bytes_copied:10} lag {lag}"
         )
+        if s.objects_awaited or s.objects_missing:
+            lines.append(
+                f"    objects: {s.objects_awaited} awaited from the store's replication, "
+                f"{s.objects_missing} missing at the mirror"
+            )
         if s.objects_checked_multipart or s.objects_checked_size:
             lines.append(
                 f"    checked: {s.objects_checked_md5} by MD5, {s.objects_checked_multipart} by multipart ETag, "
@@ -133,6 +145,42 @@ def format_sync_result(result: Any) -> str:
             )
         if ref.error:
             lines.append(f"    ! {ref.error}")
+    return "\n".join(lines)
+
+
+def _gc(args: argparse.Namespace) -> int:
+    """One garbage-collection deletions pass over this region's mirrors (exit 1 when any mirror failed)."""
+    from .replication.gc_deletions import run_gc_deletions
+
+    service = _load_service(args)
+    try:
+        results = run_gc_deletions(service, name=args.mirror, dry_run=args.dry_run)
+    finally:
+        service.close()
+    if args.mirror and not results:
+        print(f"lakefs-mirror: no mirror named {args.mirror!r} in region {service.config.region}", file=sys.stderr)
+        return 2
+    for result in results:
+        print(json.dumps(result.to_json()) if args.json else format_gc_result(result), flush=True)
+    return 0 if all(r.ok for r in results) else 1
+
+
+def format_gc_result(result: Any) -> str:
+    """A mirror's counts, then each address deleted (or, in a dry run, that would be)."""
+    head = f"mirror {result.mirror} <- {result.source_repository} ({result.duration_seconds:.1f}s)"
+    if result.skipped:
+        return f"{head}: skipped, {result.skipped}"
+    verb = "would delete" if result.dry_run else "deleted"
+    lines = [
+        f"{head}: {verb} {result.deleted} object(s) ({result.bytes_deleted} bytes); {result.listed} listed, "
+        f"{result.missing} missing at the source ({result.newly_missing} new, {result.waiting} in the grace period), "
+        f"{result.back_at_source} back at the source"
+    ]
+    if result.error:
+        lines.append(f"  ! {result.error}")
+    lines.extend(f"  {verb} {address}" for address in result.addresses)
+    if result.deleted > len(result.addresses):
+        lines.append(f"  ... and {result.deleted - len(result.addresses)} more")
     return "\n".join(lines)
 
 
@@ -194,6 +242,36 @@ def _mirrors_delete(args: argparse.Namespace) -> int:
         service.close()
     print(f"mirror {mirror.name} ({mirror.id}) is being deleted; its region removes the repository on its next pass")
     return 0
+
+
+def _scrub(args: argparse.Namespace) -> int:
+    """Re-read a mirror's files and objects at rest, repair what differs from the source; exit 1 if any is left."""
+    from .replication.scrub import parse_part
+
+    try:
+        part = parse_part(args.part) if args.part else None
+    except ValueError as exc:
+        print(f"lakefs-mirror scrub: --part: {exc}", file=sys.stderr)
+        return 2
+    service = _load_service(args)
+    try:
+        report = service.scrubber(args.mirror).scrub(
+            branches=args.branch or None, sample=args.sample, part=part, repair=not args.no_repair
+        )
+    finally:
+        service.close()
+    doc = report.to_json()
+    if args.json:
+        print(json.dumps(doc))
+    else:
+        print(
+            f"mirror {report.mirror}: {report.objects_checked} object(s) and {report.metadata_files} metadata "
+            f"file(s) read ({report.bytes_read} bytes); checks {report.checks}, {report.compared_with_source} "
+            f"compared with the source; {report.damaged_count} damaged, {report.repaired} repaired"
+        )
+        for line in report.damaged + [f"not repaired: {u}" for u in report.unrepaired] + report.errors:
+            print(f"  ! {line}")
+    return 0 if report.ok else 1
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -298,7 +376,33 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="copy objects in Spark tasks (config spark.master) when a batch reaches spark.transfer_threshold_objects",
     )
+    sync.add_argument(
+        "--progress",
+        choices=["auto", "bar", "lines", "off"],
+        default="auto",
+        help="auto: a live display on a terminal, else a line to stderr every --progress-every seconds",
+    )
+    sync.add_argument("--progress-every", type=float, default=10.0, help="seconds between progress lines (10)")
     sync.set_defaults(func=_sync)
+
+    scrub = sub.add_parser("scrub", help="re-read a mirror's bytes at rest, check them, repair from the source")
+    scrub.add_argument("mirror", help="the mirror's name (a mirror of this region)")
+    scrub.add_argument("--branch", action="append", default=[], help="only these branches (default: all refs)")
+    scrub.add_argument("--sample", type=float, default=1.0, help="fraction of the objects to read (0 < F <= 1)")
+    scrub.add_argument("--part", help="only slice K of N of the ranges, as K/N (e.g. 3/24 each hour)")
+    scrub.add_argument("--no-repair", action="store_true", help="report only; exit 1 when anything is damaged")
+    scrub.add_argument("--json", action="store_true", help="the report as one JSON document")
+    scrub.set_defaults(func=_scrub)
+
+    gc = sub.add_parser(
+        "gc",
+        help="delete from this region's mirrors the objects garbage collection deleted at their sources "
+        "(once missing for garbage_collection.grace_period)",
+    )
+    gc.add_argument("--mirror", help="only the mirror with this name")
+    gc.add_argument("--dry-run", action="store_true", help="list what would be deleted; change nothing")
+    gc.add_argument("--json", action="store_true", help="one JSON document per mirror")
+    gc.set_defaults(func=_gc)
 
     mirrors = sub.add_parser("mirrors", help="create and list mirror definitions")
     mirrors_sub = mirrors.add_subparsers(dest="mirrors_command", required=True)

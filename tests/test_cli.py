@@ -7,10 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 
 from lakefs_mirror_dagster.cli import main
 from lakefs_mirror_dagster.config import dump_example_config
 from tests.cli_process import run_cli
+from tests.config.test_config import minimal
 from tests.graveler.sstable_writer import encode_entry, write_lakefs_file
 from tests.shared_fixtures import SSTABLE_FIXTURES
 
@@ -84,3 +86,21 @@ def test_expected_failure_is_one_line_and_status_2(
     assert "Traceback" not in done.stderr
     [line] = done.stderr.splitlines()
     assert line.startswith("lakefs-mirror: ") and expected in line
+
+
+def _gc_config(tmp_path: Path, **fields: object) -> str:
+    data = minimal(mirrors_database={"type": "sqlite", "sqlite": {"path": str(tmp_path / "m.db")}}, **fields)
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    path.chmod(0o600)
+    return str(path)
+
+
+def test_gc_of_an_unknown_mirror_or_with_a_bad_grace_period_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--config", _gc_config(tmp_path), "gc", "--mirror", "nope", "--dry-run"]) == 2
+    assert "no mirror named 'nope'" in capsys.readouterr().err
+    bad = _gc_config(tmp_path, garbage_collection={"grace_period": "-1h"})
+    assert main(["--config", bad, "gc"]) == 2
+    assert "garbage_collection.grace_period" in capsys.readouterr().err

@@ -1,9 +1,10 @@
-"""The local multi-region environment: lakeFS and MinIO built from their Go modules, PostgreSQL, DynamoDB Local.
+"""The local multi-region environment: lakeFS, MinIO and mc built from their Go modules, PostgreSQL, DynamoDB
+Local.
 
 Shared by the tests, the demo and users (``lakefs-mirror devenv up|status|down``).
 """
 
-from .build import cache_dir, ensure_lakefs_binary, ensure_minio_binary
+from .build import cache_dir, ensure_lakefs_binary, ensure_mc_binary, ensure_minio_binary
 from .environment import (
     DEFAULT_REGIONS,
     DEVENV_TABLE,
@@ -20,12 +21,13 @@ from .environment import (
 from .processes import DevenvError
 from .restart import restart_server, start_server, stop_server
 from .servers import LakeFSRegion, MinioInstance, start_lakefs, start_minio
-from .versions import LAKEFS_VERSION, MINIO_VERSION
+from .versions import LAKEFS_VERSION, MC_VERSION, MINIO_VERSION
 
 __all__ = [
     "DEFAULT_REGIONS",
     "DEVENV_TABLE",
     "LAKEFS_VERSION",
+    "MC_VERSION",
     "MINIO_VERSION",
     "DevenvError",
     "Environment",
@@ -35,6 +37,7 @@ __all__ = [
     "cache_dir",
     "default_state_dir",
     "ensure_lakefs_binary",
+    "ensure_mc_binary",
     "ensure_minio_binary",
     "environment_down",
     "environment_status",

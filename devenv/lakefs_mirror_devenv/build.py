@@ -1,4 +1,4 @@
-"""Build lakeFS and MinIO from their Go modules into a cache outside the repository.
+"""Build lakeFS, MinIO and its client ``mc`` from their Go modules into a cache outside the repository.
 
 Nothing of lakeFS or MinIO is vendored: lakeFS comes in through our small wrapper module
 (``gowrap/lakefs``) and MinIO through ``go install``. Builds are keyed by version, reused when present,
@@ -20,11 +20,20 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .processes import DevenvError
-from .versions import LAKEFS_MODULE, LAKEFS_VERSION, MIN_GO_VERSION, MINIO_MODULE, MINIO_VERSION
+from .versions import (
+    LAKEFS_MODULE,
+    LAKEFS_VERSION,
+    MC_MODULE,
+    MC_VERSION,
+    MIN_GO_VERSION,
+    MINIO_MODULE,
+    MINIO_VERSION,
+)
 
 __all__ = [
     "cache_dir",
     "ensure_lakefs_binary",
+    "ensure_mc_binary",
     "ensure_minio_binary",
     "executable_from_env",
     "go_install_binary",
@@ -91,6 +100,12 @@ def ensure_lakefs_binary() -> Path:
 def ensure_minio_binary() -> Path:
     """Path of the pinned MinIO server binary, ``go install``-ed on first use (``$MINIO_BIN`` wins)."""
     return go_install_binary(MINIO_MODULE, MINIO_VERSION, "minio", override_var="MINIO_BIN", what="MinIO")
+
+
+def ensure_mc_binary() -> Path:
+    """Path of the pinned MinIO client ``mc``, ``go install``-ed on first use (``$MC_BIN`` wins): it sets up
+    MinIO bucket replication, which the S3 API cannot."""
+    return go_install_binary(MC_MODULE, MC_VERSION, "mc", override_var="MC_BIN", what="the MinIO client mc")
 
 
 def go_install_binary(module: str, version: str, binary: str, *, override_var: str, what: str) -> Path:

@@ -2,14 +2,25 @@
 
 lakeFS is pinned to the release whose behaviour ``shared/design/lakefs-internals.md`` describes; the
 ``lakefs-sdk`` pin in ``pyproject.toml`` follows it. MinIO publishes no semver tags to the Go module proxy,
-so it is pinned by pseudo-version.
+so it is pinned by pseudo-version. ``mc`` (the MinIO client, for bucket replication rules in the tests) is
+pinned to the pseudo-version MinIO's own ``go.mod`` requires at that commit: the client of the same period.
 """
 
 LAKEFS_VERSION = "1.84.0"
 LAKEFS_MODULE = "github.com/treeverse/lakefs"
 MINIO_MODULE = "github.com/minio/minio"
 MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
+MC_MODULE = "github.com/minio/mc"
+MC_VERSION = "v0.0.0-20250313080218-cf909e1063a9"
 # lakeFS's go.mod requires at least this Go; older toolchains would try to download a newer one.
 MIN_GO_VERSION = (1, 26, 4)
 
-__all__ = ["LAKEFS_MODULE", "LAKEFS_VERSION", "MINIO_MODULE", "MINIO_VERSION", "MIN_GO_VERSION"]
+__all__ = [
+    "LAKEFS_MODULE",
+    "LAKEFS_VERSION",
+    "MC_MODULE",
+    "MC_VERSION",
+    "MINIO_MODULE",
+    "MINIO_VERSION",
+    "MIN_GO_VERSION",
+]

@@ -9,12 +9,12 @@ the example file.
 
 Shape and defaults follow the Transactional Mirroring reference ("Configuration Reference") and, for storage,
 lakeFS's own ``blockstore`` / ``blockstores`` sections (multi-storage reference); the sections ``lakefs``,
-``region_credentials``, ``transfer``, ``spark``, ``source_stores`` and the sqlite/postgres
+``region_credentials``, ``transfer``, ``spark``, ``source_stores``, ``garbage_collection`` and the sqlite/postgres
 ``mirrors_database`` are this implementation's own.
 
 One module per concern: ``values`` (secrets, durations, byte sizes, field checks), ``stores`` (blockstore
 settings), ``database`` (mirrors database, PostgreSQL URLs), ``sections`` (auth, logging, sensors, validator,
-transfer, spark), ``model`` (``ReplicationConfig``), ``binder`` (data to dataclasses), ``env``
+transfer, spark, garbage collection), ``model`` (``ReplicationConfig``), ``binder`` (data to dataclasses), ``env``
 (``REPLICATION_*``), ``loader`` (``load_config``, ``parse_store``) and ``example.yaml``
 (``dump_example_config()``). Import from this package, not from the modules.
 """
@@ -30,6 +30,8 @@ from .sections import (
     AuthConfig,
     CommitSensorConfig,
     EncryptConfig,
+    FreshnessConfig,
+    GarbageCollectionConfig,
     LakeFSCredentials,
     LoggingConfig,
     MirrorsManagerConfig,
@@ -67,7 +69,9 @@ __all__ = [
     "ConfigError",
     "DynamoDBSettings",
     "EncryptConfig",
+    "FreshnessConfig",
     "GSSettings",
+    "GarbageCollectionConfig",
     "LakeFSCredentials",
     "LocalSettings",
     "LoggingConfig",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import re
 import typing
 from collections.abc import Mapping
 from importlib import resources
@@ -32,6 +33,33 @@ NOT_NEEDED_WHY = (
     "commits, ranges and metaranges are read from the source repository and written into the mirror's own "
     "store and lakeFS, so no separate metadata database is kept"
 )
+
+
+#: lakeFS Cloud's address of an organisation's installation in a region; ``organization_name`` exists only to
+#: build it (the reference: "only used to auto-construct regional_endpoint for lakeFS Cloud").
+CLOUD_ENDPOINT = "https://{organization_name}.{region}.lakefscloud.io"
+_DNS_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+
+
+def _cloud_regional_endpoint(raw: dict[str, Any]) -> None:
+    """``regional_endpoint`` built from ``organization_name`` when only the latter is set; both set is refused,
+    since the name would then do nothing."""
+    name = raw.get("organization_name")
+    if name in (None, ""):
+        return
+    if not isinstance(name, str) or not _DNS_LABEL.fullmatch(name):
+        raise _FieldError(
+            ("organization_name",), f"must be a lakeFS Cloud organisation name (a DNS label), got {name!r}"
+        )
+    if raw.get("regional_endpoint"):
+        raise _FieldError(
+            ("organization_name",),
+            "only builds a lakeFS Cloud regional_endpoint (" + CLOUD_ENDPOINT + "), and regional_endpoint is "
+            "set; remove one of them",
+        )
+    region = raw.get("region")
+    if isinstance(region, str) and region:
+        raw["regional_endpoint"] = CLOUD_ENDPOINT.format(organization_name=name, region=region)
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -93,6 +121,7 @@ def parse_config(
     try:
         if env:
             origins = _apply_env(raw, env)
+        _cloud_regional_endpoint(raw)
         _find_unknown_keys(ReplicationConfig, raw, ())
         config = _build(ReplicationConfig, raw, ())
     except _FieldError as exc:

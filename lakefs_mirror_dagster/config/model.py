@@ -14,6 +14,8 @@ from .errors import ConfigError, _FieldError, _Parts
 from .sections import (
     AuthConfig,
     CommitSensorConfig,
+    FreshnessConfig,
+    GarbageCollectionConfig,
     LakeFSCredentials,
     LoggingConfig,
     MirrorsManagerConfig,
@@ -57,6 +59,7 @@ class ReplicationConfig:
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     commit_sensor: CommitSensorConfig = field(default_factory=CommitSensorConfig)
     mirrors_manager: MirrorsManagerConfig = field(default_factory=MirrorsManagerConfig)
+    freshness: FreshnessConfig = field(default_factory=FreshnessConfig)
     validator: ValidatorConfig = field(default_factory=ValidatorConfig)
     lakefs: LakeFSCredentials = field(default_factory=LakeFSCredentials)
     region_credentials: Mapping[str, LakeFSCredentials] = field(
@@ -64,6 +67,7 @@ class ReplicationConfig:
     )
     transfer: TransferConfig = field(default_factory=TransferConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
+    garbage_collection: GarbageCollectionConfig = field(default_factory=GarbageCollectionConfig)
     source_stores: Mapping[str, BlockstoreConfig] = field(
         default_factory=dict, metadata=_meta(key_check=_region_name, region_keyed=True)
     )

@@ -1,9 +1,10 @@
 """The service's smaller sections: auth, the lakeFS credentials, logging, the sensors, the validator,
-object transfer and Spark."""
+object transfer, Spark and the replication of garbage-collection deletions."""
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -28,6 +29,8 @@ __all__ = [
     "AuthConfig",
     "CommitSensorConfig",
     "EncryptConfig",
+    "FreshnessConfig",
+    "GarbageCollectionConfig",
     "LakeFSCredentials",
     "LoggingConfig",
     "MirrorsManagerConfig",
@@ -111,6 +114,14 @@ class CommitSensorConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class FreshnessConfig:
+    """``freshness``: how far behind its source head a mirror branch may fall before its ``fresh`` check fails
+    (Dagster; ``status --fail-if-lag`` takes its threshold on the command line)."""
+
+    max_behind: timedelta = field(default=timedelta(minutes=30), metadata=_meta(_positive_duration))
+
+
+@dataclass(frozen=True, kw_only=True)
 class MirrorsManagerConfig:
     """``mirrors_manager``: how often mirror definitions are reconciled with the destinations."""
 
@@ -175,3 +186,23 @@ class SparkConfig:
     transfer_threshold_objects: int = field(default=6000, metadata=_meta(_at_least(0)))
     transfer_max_partitions: int = field(default=8, metadata=_meta(_at_least(1)))
     validation_threshold_ranges: int = field(default=16, metadata=_meta(_at_least(0)))
+
+
+_CRON_FIELD = re.compile(r"^[0-9A-Za-z*/,?#-]+$")
+
+
+def _cron(value: str) -> str:
+    fields = value.split()
+    if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
+        raise ValueError(f"must be a cron expression of five fields (minute hour day month weekday), got {value!r}")
+    return " ".join(fields)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GarbageCollectionConfig:
+    """``garbage_collection``: objects lakeFS garbage collection deleted from a source's namespace are deleted
+    from its mirrors' namespaces once they have been missing at the source for ``grace_period`` (a listing
+    glitch, or an object that comes back, is never deleted). ``cron_schedule`` is the Dagster schedule's."""
+
+    grace_period: timedelta = field(default=timedelta(hours=24), metadata=_meta(_positive_duration))
+    cron_schedule: str = field(default="0 3 * * *", metadata=_meta(_cron))

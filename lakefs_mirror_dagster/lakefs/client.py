@@ -110,6 +110,13 @@ class LakeFSClient:
         """The user ID these credentials belong to (raises ``LakeFSUnauthorized`` when they are wrong)."""
         return str(self.call("get current user", self.auth.get_current_user, retry=False).user.id)
 
+    def storage_ids(self) -> list[str]:
+        """Storage ids this lakeFS accepts for a repository; ``[""]`` for a single blockstore (all of
+        open-source lakeFS, whose ``GET /config`` lists no stores)."""
+        config = self.call("get lakeFS config", self.config.get_config)
+        ids = [str(s.blockstore_id or "") for s in (config.storage_config_list or [])]
+        return ids or [""]
+
     # ------------------------------------------------------------------ repositories
     def get_repository(self, repo: str) -> Repository:
         r = self.call(f"get repository {repo}", self.repositories.get_repository, repo)

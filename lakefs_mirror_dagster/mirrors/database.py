@@ -22,8 +22,8 @@ __all__ = ["MirrorsDatabase", "open_mirrors_database"]
 
 
 class MirrorsDatabase(Protocol):
-    """Mirror records, branch states, the validated-ranges cache and the organisations; every write is
-    decided by the database (see ``store.py`` and ``dynamodb/__init__.py``)."""
+    """Mirror records, branch states, the validated-ranges cache, garbage-collection marks and the
+    organisations; every write is decided by the database (see ``store.py`` and ``dynamodb/__init__.py``)."""
 
     @property
     def url(self) -> str:
@@ -112,6 +112,16 @@ class MirrorsDatabase(Protocol):
     def forget_validated(self, namespace: str, range_ids: Iterable[str] | None = None) -> int: ...
 
     def validated_count(self, namespace: str) -> int: ...
+
+    def note_missing(self, mirror_id: str, addresses: Iterable[str], now: datetime) -> dict[str, datetime]: ...
+
+    def missing_since(self, mirror_id: str, addresses: Iterable[str]) -> dict[str, datetime]: ...
+
+    def forget_missing(self, mirror_id: str, addresses: Iterable[str]) -> int: ...
+
+    def sweep_missing(self, mirror_id: str, not_seen_since: datetime) -> int: ...
+
+    def missing_count(self, mirror_id: str) -> int: ...
 
     def claim_organization(self, organization_id: str, fingerprint: str, region: str) -> Organization: ...
 

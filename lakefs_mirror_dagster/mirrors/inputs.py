@@ -36,12 +36,14 @@ __all__ = [
     "check",
     "check_branch",
     "check_expected_generation",
+    "check_gc_time",
     "check_namespace",
     "check_page_size",
     "check_range_ids",
     "check_transition",
     "chunks",
     "fingerprint_ids",
+    "gc_addresses",
     "id_taken",
     "message_text",
     "mirror_row",
@@ -57,6 +59,7 @@ DEFAULT_PAGE_SIZE = 1000  # the reference's list_mirrors_page_size default
 MAX_PAGE_SIZE = 10_000
 _MAX_TEXT = 4096
 _STORAGE_ID = re.compile(r"^[A-Za-z0-9._-]{0,128}$")
+_MAX_ADDRESS = 1024
 #: The retry schedule's fields once a branch synced (``record_branch(unblock=True)``).
 BRANCH_UNBLOCKED: dict[str, Any] = {
     "blocked_commit_id": None,
@@ -279,6 +282,24 @@ def fingerprint_ids(fingerprints: object) -> list[str]:
         if not isinstance(fingerprint, str) or len(fingerprint) > 512:
             raise InvalidMirrorSpec(f"invalid fingerprint {fingerprint!r} of range {rid}")
     return ids
+
+
+# ------------------------------------------------------------------------------------ garbage-collection marks
+def check_gc_time(when: object) -> None:
+    if not isinstance(when, datetime) or when.tzinfo is None:
+        raise InvalidMirrorSpec(f"a garbage-collection time must be a timezone-aware datetime, got {when!r}")
+
+
+def gc_addresses(addresses: Iterable[str]) -> list[str]:
+    """The distinct relative addresses, in the order given, each checked."""
+    if isinstance(addresses, str | bytes):
+        raise InvalidMirrorSpec("addresses must be a collection of relative addresses, not a single string")
+    checked = []
+    for address in dict.fromkeys(addresses):
+        if not isinstance(address, str) or not 0 < len(address) <= _MAX_ADDRESS:
+            raise InvalidMirrorSpec(f"invalid relative address {address!r} (1 to {_MAX_ADDRESS} characters)")
+        checked.append(address)
+    return checked
 
 
 def chunks(items: Sequence[str], size: int) -> Iterator[list[str]]:

@@ -32,7 +32,7 @@ from .inputs import (
 from .models import Mirror, MirrorPage, MirrorState
 from .races import LostRace, conflict, settle
 from .rows import first_mirror, select_mirror, to_mirror
-from .schema import mirror_branches, mirrors, validated_ranges
+from .schema import gc_missing, mirror_branches, mirrors, validated_ranges
 from .transactions import Transactions
 
 __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "MirrorRecords"]
@@ -171,7 +171,7 @@ class MirrorRecords(Transactions):
         return settle(lambda: self._run(op), mirror_id, expected_generation)
 
     def delete_mirror(self, mirror_id: str, *, expected_generation: int | None = None) -> bool:
-        """Remove the mirror record, its branches, and its validated-ranges cache.
+        """Remove the mirror record, its branches, its garbage-collection marks and its validated-ranges cache.
 
         The cache goes too: a later mirror on the same namespace must not trust ranges that may have
         been deleted with the old repository. Returns False if there was no such mirror.
@@ -184,6 +184,7 @@ class MirrorRecords(Transactions):
             if expected_generation is not None and current.generation != expected_generation:
                 raise conflict(mirror_id, expected_generation, current.generation)
             conn.execute(delete(mirror_branches).where(mirror_branches.c.mirror_id == mirror_id))
+            conn.execute(delete(gc_missing).where(gc_missing.c.mirror_id == mirror_id))
             conn.execute(delete(validated_ranges).where(validated_ranges.c.namespace == current.validation_namespace))
             result = conn.execute(
                 delete(mirrors).where(mirrors.c.id == mirror_id, mirrors.c.generation == current.generation)

@@ -28,7 +28,7 @@ from sqlalchemy.types import TypeDecorator
 
 from .models import MirrorState
 
-__all__ = ["metadata", "mirror_branches", "mirrors", "organizations", "validated_ranges"]
+__all__ = ["gc_missing", "metadata", "mirror_branches", "mirrors", "organizations", "validated_ranges"]
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -130,4 +130,17 @@ organizations = Table(
     Column("key_fingerprint", String(64), nullable=False),
     Column("first_region", String(128), nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
+)
+
+gc_missing = Table(
+    "gc_missing",
+    metadata,
+    # Data objects of a mirror's namespace that its source's namespace no longer has (deleted there by lakeFS
+    # garbage collection): when a pass first saw each missing and when one last did (replication/gc_deletions.py).
+    # An object is deleted at the mirror only once it has been missing for the grace period. A database of an
+    # older version gets this table from create_all.
+    Column("mirror_id", String(64), ForeignKey("mirrors.id", ondelete="CASCADE"), primary_key=True),
+    Column("address", String(1024), primary_key=True),
+    Column("first_missing_at", UTCDateTime, nullable=False),
+    Column("last_missing_at", UTCDateTime, nullable=False),
 )

@@ -6,9 +6,10 @@ constraints, ``UPDATE ... WHERE generation = n``), never by a read in Python fol
 so two regions writing at once cannot corrupt it or lose an update.
 
 The store is put together from one part per table (``records``, ``branches``, ``validated``,
-``organizations``) over the shared transaction runner (``transactions``); the engine is made in ``engine``
-and the tables are created or upgraded by ``migrations``. What it checks before writing is shared with the
-DynamoDB store (``inputs``); ``open_mirrors_database`` (``database``) picks one of the two from the config.
+``organizations``, ``gc_marks``) over the shared transaction runner (``transactions``); the engine is made in
+``engine`` and the tables are created or upgraded by ``migrations``. What it checks before writing is shared
+with the DynamoDB store (``inputs``); ``open_mirrors_database`` (``database``) picks one of the two from the
+config.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sqlalchemy.engine import URL
 
 from .branches import BranchRecords
 from .engine import make_engine
+from .gc_marks import GcMarks
 from .migrations import upgrade_schema
 from .organizations import OrganizationRecords
 from .records import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MirrorRecords
@@ -28,7 +30,7 @@ from .validated import ValidatedRangesCache
 __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "MirrorStore"]
 
 
-class MirrorStore(MirrorRecords, BranchRecords, ValidatedRangesCache, OrganizationRecords):
+class MirrorStore(MirrorRecords, BranchRecords, ValidatedRangesCache, OrganizationRecords, GcMarks):
     """Typed access to the mirrors database; tables are created on construction.
 
     ``url`` is a SQLAlchemy URL (string or ``URL``): ``sqlite:///path/mirrors.db`` (WAL mode, busy

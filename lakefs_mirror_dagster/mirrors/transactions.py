@@ -19,11 +19,13 @@ from .common import StoreCommon
 from .engine import READ_ONLY
 from .errors import MirrorsDatabaseError
 
-__all__ = ["Transactions"]
+__all__ = ["STATEMENT_CHUNK", "Transactions", "rowcount"]
 
 T = TypeVar("T")
 
 _TRANSIENT_RETRIES = 5
+#: Values per ``IN (...)`` or multi-row ``INSERT``: far below SQLite's bound-parameter limit.
+STATEMENT_CHUNK = 500
 
 
 class Transactions(StoreCommon):
@@ -79,3 +81,8 @@ def _transient(exc: DBAPIError) -> bool:
         return True
     message = str(exc.orig).lower()
     return "database is locked" in message or "database is busy" in message
+
+
+def rowcount(conn: Connection, stmt: Any) -> int:
+    """Run ``stmt`` (an UPDATE or DELETE) and return how many rows it changed: an op for ``Transactions._run``."""
+    return int(conn.execute(stmt).rowcount)

@@ -14,11 +14,9 @@ from sqlalchemy import Connection, delete, func, select
 
 from .inputs import check_namespace, check_range_ids, chunks, fingerprint_ids, utc_now
 from .schema import validated_ranges
-from .transactions import Transactions
+from .transactions import STATEMENT_CHUNK, Transactions, rowcount
 
 __all__ = ["ValidatedRangesCache"]
-
-_CHUNK = 500  # ids per statement: far below SQLite's bound-parameter limit
 
 
 class ValidatedRangesCache(Transactions):
@@ -35,7 +33,7 @@ class ValidatedRangesCache(Transactions):
         ids = fingerprint_ids(fingerprints)
         changed = 0
         table = validated_ranges
-        for chunk in chunks(ids, _CHUNK):
+        for chunk in chunks(ids, STATEMENT_CHUNK):
             now = utc_now()
             rows = [
                 {"namespace": namespace, "range_id": r, "validated_at": now, "fingerprint": fingerprints[r]}
@@ -61,7 +59,7 @@ class ValidatedRangesCache(Transactions):
         ids = check_range_ids(range_ids)
         found: dict[str, str] = {}
         table = validated_ranges
-        for chunk in chunks(ids, _CHUNK):
+        for chunk in chunks(ids, STATEMENT_CHUNK):
             stmt = select(table.c.range_id, table.c.fingerprint).where(
                 table.c.namespace == namespace, table.c.range_id.in_(chunk)
             )
@@ -73,11 +71,11 @@ class ValidatedRangesCache(Transactions):
         check_namespace(namespace)
         where = validated_ranges.c.namespace == namespace
         if range_ids is None:
-            return self._run(functools.partial(_rowcount, stmt=delete(validated_ranges).where(where)))
+            return self._run(functools.partial(rowcount, stmt=delete(validated_ranges).where(where)))
         removed = 0
-        for chunk in chunks(check_range_ids(range_ids), _CHUNK):
+        for chunk in chunks(check_range_ids(range_ids), STATEMENT_CHUNK):
             stmt = delete(validated_ranges).where(where, validated_ranges.c.range_id.in_(chunk))
-            removed += self._run(functools.partial(_rowcount, stmt=stmt))
+            removed += self._run(functools.partial(rowcount, stmt=stmt))
         return removed
 
     def validated_count(self, namespace: str) -> int:
@@ -89,7 +87,3 @@ class ValidatedRangesCache(Transactions):
 
 def _pairs(conn: Connection, stmt: Any) -> dict[str, str]:
     return {str(key): str(value) for key, value in conn.execute(stmt).all()}
-
-
-def _rowcount(conn: Connection, stmt: Any) -> int:
-    return int(conn.execute(stmt).rowcount)

@@ -67,11 +67,13 @@ def build_definitions(
     track_mirrors: bool = True,
     spark_conf: dict[str, str] | None = None,
 ) -> dg.Definitions:
-    """The code location: each domain's definitions (mirroring, refs migration) merged, with the one resource
-    they share. ``config_path`` is what the replication resource reads at run time (empty:
+    """The code location: each domain's definitions (mirroring, refs migration, GC deletions) merged, with the one
+    resource they share. ``config_path`` is what the replication resource reads at run time (empty:
     ``$LAKEFS_MIRROR_CONFIG``); the other arguments go to ``mirroring_definitions``."""
+    from .gc_deletions import gc_deletions_definitions
     from .mirroring.definitions import mirroring_definitions
     from .refs_migration import refs_migration_definitions
+    from .scrub import scrub_definitions
 
     shared = dg.Definitions(
         resources={"replication": ReplicationResource(config_path=config_path)},
@@ -86,7 +88,9 @@ def build_definitions(
         track_mirrors=track_mirrors,
         spark_conf=spark_conf,
     )
-    return dg.Definitions.merge(shared, mirroring, refs_migration_definitions())
+    return dg.Definitions.merge(
+        shared, mirroring, refs_migration_definitions(), scrub_definitions(), gc_deletions_definitions(config)
+    )
 
 
 def _load_config(path: str) -> ReplicationConfig | None:

@@ -139,13 +139,14 @@ class MirrorStatus:
 
 
 def status_report(
-    instance: dg.DagsterInstance, service: ReplicationService, *, recent: int = 5, mirror: str | None = None
+    instance: dg.DagsterInstance | None, service: ReplicationService, *, recent: int = 5, mirror: str | None = None
 ) -> list[MirrorStatus]:
     """Per mirror of this region (or just ``mirror``) and branch: heads, lag, last ``recent`` moves.
 
     Heads and lag come from the mirrors database (what the last sync recorded, no lakeFS call); the
-    moves come from the event log (one bounded query per branch). Lag is the time from the source commit
-    to its promotion; a branch that is behind shows the source head it is behind with ``in_sync`` False.
+    moves come from the event log (one bounded query per branch; none without ``instance``). Lag is the
+    time from the source commit to its promotion; a branch that is behind shows the source head it is
+    behind with ``in_sync`` False.
     """
     report = []
     now = dt.datetime.now(dt.UTC)
@@ -158,7 +159,7 @@ def status_report(
                 in_sync=b.in_sync,
                 lag_seconds=b.lag_seconds,
                 promoted_at=b.promoted_at,
-                recent=mirror_history(instance, m.name, b.branch, limit=recent) if recent > 0 else [],
+                recent=mirror_history(instance, m.name, b.branch, limit=recent) if instance and recent > 0 else [],
                 behind_seconds=b.behind_seconds(now),
             )
             for b in sorted(service.mirrors.get_branches(m.id), key=lambda b: b.branch)

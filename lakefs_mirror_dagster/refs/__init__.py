@@ -11,7 +11,7 @@ from .errors import ManifestError, RefsError
 from .manifest import RepositoryManifest, load_manifest, manifest_path, parse_manifest, write_manifest
 from .migrate import MigrationResult, migrate_repository
 from .promote import PromotionResult, promote_mirror
-from .restore import check_restorable, known_storage_ids, restore_refs, restore_repository, target_storage_id
+from .restore import check_restorable, restore_refs, restore_repository, target_storage_id
 from .tasks import DEFAULT_POLLING, TaskPolling, delete_repository_and_wait, wait_for_task
 
 __all__ = [
@@ -32,7 +32,6 @@ __all__ = [
     "dump_refs",
     "dump_repositories",
     "dump_repository",
-    "known_storage_ids",
     "load_manifest",
     "manifest_path",
     "migrate_repository",

@@ -18,16 +18,9 @@ from .errors import RefsError
 from .manifest import RepositoryManifest
 from .tasks import DEFAULT_POLLING, TaskPolling, delete_repository_and_wait, wait_for_task
 
-__all__ = ["check_restorable", "known_storage_ids", "restore_refs", "restore_repository", "target_storage_id"]
+__all__ = ["check_restorable", "restore_refs", "restore_repository", "target_storage_id"]
 
 log = logging.getLogger(__name__)
-
-
-def known_storage_ids(client: LakeFSClient) -> list[str]:
-    """Storage ids this lakeFS accepts; ``[""]`` for a single blockstore (all of open-source lakeFS)."""
-    config = client.call("get lakeFS config", client.config.get_config)
-    ids = [str(s.blockstore_id or "") for s in (config.storage_config_list or [])]
-    return ids or [""]
 
 
 def target_storage_id(manifest: RepositoryManifest, *, storage_id: str | None, ignore_storage_id: bool) -> str:
@@ -57,7 +50,7 @@ def check_restorable(
                 f"repository {manifest.name} already exists in {where}; delete it first (a repository deleted "
                 "moments ago stays visible for a few seconds) or restore somewhere else"
             )
-    ids = known_storage_ids(client)
+    ids = client.storage_ids()
     if storage_id not in ids:
         shown = ", ".join(repr(i) for i in ids)
         hint = (

@@ -11,6 +11,7 @@ from .engine import (
     ValidatedCache,
     in_process_validator,
 )
+from .gc_deletions import GcResult, GcSettings, mirror_gc_deletions, run_gc_deletions
 from .plugs import RefGate
 from .range_transfer import RangeSource, RangeTransferSummary, transfer_range
 from .results import PROMOTED, BlockReason, MirrorSyncResult, RefAction, RefKind, RefResult, TransferStats
@@ -27,6 +28,8 @@ __all__ = [
     "BlockReason",
     "BranchBlock",
     "EngineSettings",
+    "GcResult",
+    "GcSettings",
     "MirrorEngine",
     "MirrorRefMoved",
     "MirrorSyncResult",
@@ -51,9 +54,11 @@ __all__ = [
     "describe_storages",
     "in_process_validator",
     "metadata_uri",
+    "mirror_gc_deletions",
     "missing_stores",
     "pending_block",
     "read_metarange",
+    "run_gc_deletions",
     "transfer_range",
     "validate_range",
 ]

@@ -1,4 +1,8 @@
-"""The copies one range needs: shared by the in-process transfer and the Spark task, so both count alike."""
+"""The copies one range needs: shared by the in-process transfer and the Spark task, so both count alike.
+
+In ``transfer.mode: external`` the same classification runs without copies: the entries that copy mode would
+copy are counted as awaited from the store's replication instead (nothing is located or looked at).
+"""
 
 from __future__ import annotations
 
@@ -20,7 +24,8 @@ ObjectLocator = Callable[[str, str], tuple[Blockstore, str]]
 @dataclass
 class RangeCopies:
     """The copy tasks of one range, what the destination was found to hold already, and the entries that
-    need no copy: unchanged from a validated base range, or imported (full addresses, never copied)."""
+    need no copy: unchanged from a validated base range, or imported (full addresses, never copied).
+    ``awaited``: entries left to the store's own replication (``copy_objects=False``), in place of tasks."""
 
     tasks: list[CopyTask] = field(default_factory=list)
     destination_stats: dict[str, ObjectStat | None] = field(default_factory=dict)
@@ -28,6 +33,7 @@ class RangeCopies:
     unchanged: int = 0
     full_address_count: int = 0
     full_address_examples: list[str] = field(default_factory=list)
+    awaited: int = 0
 
 
 def plan_range_copies(
@@ -37,9 +43,11 @@ def plan_range_copies(
     locate: ObjectLocator,
     destination: Blockstore,
     destination_namespace: str,
+    copy_objects: bool = True,
 ) -> RangeCopies:
     """One copy task per entry not in ``present`` with a relative address, and the destination's stats of
-    their targets as far as listing its directories settles them (the rest get a HEAD in the pool)."""
+    their targets as far as listing its directories settles them (the rest get a HEAD in the pool). Without
+    ``copy_objects`` those entries are only counted (``awaited``): validation finds whether they arrived."""
     plan = RangeCopies()
     for entry in iter_entry_locations(sst):
         key, address, is_full, size, etag = entry
@@ -51,6 +59,9 @@ def plan_range_copies(
             plan.full_address_count += 1
             if len(plan.full_address_examples) < MAX_REPORTED:
                 plan.full_address_examples.append(address)
+            continue
+        if not copy_objects:
+            plan.awaited += 1
             continue
         src_store, src_uri = locate(key.decode(), address)
         dst_uri = join_namespace(destination_namespace, address)

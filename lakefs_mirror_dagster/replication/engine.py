@@ -4,6 +4,11 @@ Order of writes at the destination, each step idempotent so a crash anywhere is 
 objects -> range file -> metarange file -> validation -> commit records (parents first) -> ref move.
 A ref only ever moves to a commit whose metarange, ranges and objects were validated at the destination,
 and a commit record is only created when its fields hash to its ID.
+
+``transfer.mode: external`` (``EngineSettings.copy_objects=False``) runs the same flow without the object copies:
+the store's own replication delivers the objects to the same relative keys under the mirror's namespace, the
+range and metarange files are put (unless replicated too), and validation decides. A commit whose objects have
+not all arrived is blocked as ``missing``, so the retry schedule checks it again after ``cooldown_on_missing``.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from ..graveler.ranges import iter_range_refs
 from ..graveler.records import RangeRef
 from ..lakefs import Commit, LakeFSClient, LakeFSNotFound
 from ..logs import log_fields
-from ..storage import Blockstore, ObjectStat, TransferPool
+from ..storage import Blockstore, CopyResult, ObjectStat, TransferPool
+from .branch_workers import serialized, sync_branches
 from .errors import ReplicationError
 from .failpoints import failpoint
 from .heads import branch_head, branch_heads, differing, tag_commits
@@ -36,7 +42,8 @@ from .plugs import (
     ValidatedCache,
     in_process_validator,
 )
-from .range_transfer import transfer_range
+from .progress import ProgressReporter
+from .range_transfer import put_metadata_file, transfer_range
 from .results import BlockReason, MirrorSyncResult, RefAction, RefKind, RefResult, TransferStats
 from .source import RepositorySource
 from .validation import MAX_REPORTED, describe_failure, metadata_uri, read_metarange
@@ -63,11 +70,17 @@ class MirrorRefMoved(ReplicationError):
 
 @dataclass(frozen=True)
 class EngineSettings:
+    """The config's knobs as the engine reads them (``ReplicationService.engine_settings`` builds them)."""
+
     concurrency: int = 16
     strict_full_addresses: bool = False
     list_page_size: int = 1000
     validator_workers: int = 3
     mirror_tags: bool = True
+    #: False for ``transfer.mode: external``: objects arrive by the store's replication; only metadata is put.
+    copy_objects: bool = True
+    log_page_size: int = 1000  # commits per page of the source log the planner reads
+    branch_workers: int = 1  # branches of one pass synced at once (branch_workers.py)
 
 
 @dataclass
@@ -102,13 +115,12 @@ class MirrorEngine:
         recorder: RefRecorder | None = None,
     ) -> None:
         self.source = source
-        self.recorder = recorder
+        self.validated, self.recorder = serialized(validated, recorder)  # for the branch workers
         self.dst_storage_id = destination_storage_id
         self.destination = destination
         self.mirror_repo = mirror_repo
         self.dst_store = destination_store
         self.dst_ns = destination_namespace
-        self.validated = validated
         self.validation_key = validation_key or destination_namespace
         self.settings = settings or EngineSettings()
         self.validator = validator or in_process_validator(
@@ -118,10 +130,11 @@ class MirrorEngine:
             strict=self.settings.strict_full_addresses,
         )
         self.transferer: RangeTransferer = transferer or self.transfer_ranges
-        self.planner = CommitPlanner(source.client, source.repository, destination, mirror_repo)
-        self._pool = TransferPool(
-            concurrency=self.settings.concurrency, on_result=lambda _result: failpoint("after_object_copy")
+        self.planner = CommitPlanner(
+            source.client, source.repository, destination, mirror_repo, log_page_size=self.settings.log_page_size
         )
+        self.progress = ProgressReporter(mirror_repo)  # callers listen (the CLI's display, a Dagster run's log)
+        self._pool = TransferPool(concurrency=self.settings.concurrency, on_result=self._object_done)
 
     # ------------------------------------------------------------------ destination repository
     def ensure_mirror_repository(self) -> None:
@@ -155,13 +168,10 @@ class MirrorEngine:
         page = self.settings.list_page_size
         src_branches = branch_heads(self.source.client, self.source.repository, page_size=page)
         dst_branches = branch_heads(self.destination, self.mirror_repo, page_size=page)
-        wanted = set(branches) if branches is not None else None
-        for name in sorted(set(src_branches) | set(dst_branches)):
-            if wanted is not None and name not in wanted:
-                continue
-            heads = src_branches.get(name), dst_branches.get(name)
-            held = gate(RefKind.BRANCH, name, *heads) if gate is not None else None
-            result.refs.append(held or self.sync_ref(RefKind.BRANCH, name, *heads))
+        everything = src_branches.keys() | dst_branches.keys()
+        names = sorted(everything if branches is None else everything & set(branches))
+        heads = {n: (src_branches.get(n), dst_branches.get(n)) for n in names}
+        result.refs.extend(sync_branches(heads, self.sync_ref, gate, self.settings.branch_workers))
         if self.settings.mirror_tags and branches is None:
             result.refs.extend(self._sync_differing_tags())
         result.duration_seconds = time.monotonic() - started
@@ -205,6 +215,7 @@ class MirrorEngine:
                     self._delete_ref(kind, name)
                     result.mirror_commit, result.action = None, RefAction.DELETED
             elif source_commit != mirror_commit:
+                self.progress.ref_started(f"{kind} {name}")
                 prepared = self.prepare(kind, name, source_commit)
                 result.stats = prepared.stats
                 if prepared.error is not None:
@@ -228,7 +239,14 @@ class MirrorEngine:
         result.duration_seconds = time.monotonic() - started
         if self.recorder is not None:
             self.recorder(result)
+        if source_commit is not None and source_commit != mirror_commit:
+            self.progress.ref_finished(f"{kind} {name}")
         return result
+
+    def _object_done(self, result: CopyResult) -> None:
+        """Each object the copy pool finished: a failpoint for the fault suite, a tick of progress."""
+        failpoint("after_object_copy")
+        self.progress.object_done(0 if result.method == "skipped" else result.size)
 
     def _fields(self, ref: RefResult | None = None) -> dict[str, str]:
         """The context of this mirror's log records (and of one ref's: its branch and source commit)."""
@@ -254,7 +272,8 @@ class MirrorEngine:
         for metarange_id, commit in first_commit.items():
             errors.extend(self._transfer_and_validate_metarange(metarange_id, commit, stats, intact, bases))
         if errors:
-            prepared.error = "validation failed, not promoted: " + "; ".join(errors[:MAX_REPORTED])
+            why = "validation failed" if self.settings.copy_objects else "waiting for the store's replication"
+            prepared.error = f"{why}, not promoted: " + "; ".join(errors[:MAX_REPORTED])
         return prepared
 
     def note_lag(self, result: RefResult) -> None:
@@ -373,11 +392,19 @@ class MirrorEngine:
             return []
         failed_before = stats.failed_object_count
         if new_ranges:
+            self.progress.batch_planned(r for r in refs if r.range_id in new_ranges)
+            handled_before, bytes_before = stats.objects_handled, stats.bytes_copied
             self.transferer(new_ranges, commit, stats)
+            self.progress.batch_done(
+                ranges=len(new_ranges),
+                objects=stats.objects_handled - handled_before,
+                copied_bytes=stats.bytes_copied - bytes_before,
+            )
         if stats.failed_object_count > failed_before:
             examples = ", ".join(stats.failed_objects[:5])
             return [f"{stats.failed_object_count - failed_before} object(s) could not be copied, e.g. {examples}"]
-        self.dst_store.write_bytes(metadata_uri(self.dst_ns, metarange_id), data)
+        if not put_metadata_file(self.dst_store, self.dst_ns, metarange_id, data, keep_present=not self.copy_objects):
+            stats.metadata_files_present += 1
         failpoint("after_metarange_file")
 
         errors: list[str] = []
@@ -387,6 +414,7 @@ class MirrorEngine:
         validations = self.validator(new_ranges) if new_ranges else []
         stats.ranges_validated += len(validations)
         stats.objects_validated_by_size += sum(v.checked_by_size for v in validations)
+        stats.objects_missing += sum(v.missing_count for v in validations)
         good = {v.range_id: v.fingerprint for v in validations if v.ok}
         if good:
             self.validated.mark_ranges_validated(self.validation_key, good)
@@ -400,12 +428,25 @@ class MirrorEngine:
             intact.add(metarange_id)
         return errors
 
+    @property
+    def copy_objects(self) -> bool:
+        """Whether this engine copies objects (``transfer.mode: copy``) or awaits the store's replication."""
+        return self.settings.copy_objects
+
     def transfer_ranges(self, batch: RangeBatch, commit: Commit, stats: TransferStats) -> None:
-        """The in-process ``RangeTransferer``: ranges one after another, objects on the engine's pool."""
-        stats.note_path("in_process")
+        """The in-process ``RangeTransferer``: ranges one after another, objects on the engine's pool (in
+        external mode no objects: the range files only)."""
+        stats.note_path("in_process" if self.copy_objects else "external")
         for range_id, base_ranges in batch.items():
             summary = transfer_range(
-                self.source, self.dst_store, self.dst_ns, range_id, commit.id, self._pool, base_ranges=base_ranges
+                self.source,
+                self.dst_store,
+                self.dst_ns,
+                range_id,
+                commit.id,
+                self._pool,
+                base_ranges=base_ranges,
+                copy_objects=self.copy_objects,
             )
             summary.add_to(stats)
             if summary.error is not None:

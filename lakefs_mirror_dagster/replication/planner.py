@@ -2,11 +2,16 @@
 
 A commit record is only ever created after all its parents exist at the destination (we create them in
 this order), so a commit that exists there has its whole ancestry there: the walk stops at it.
+
+The walk reads the source's commit log from the head, ``log_page_size`` commits a page, and only as far as it
+needs: the missing commits are the newest, so a branch a few commits ahead costs one page, not one request per
+commit. One planner is shared by an engine's branch workers: its caches only grow, one dict or set operation at
+a time, and each walk has its own log reader.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from ..lakefs import Commit, LakeFSClient, LakeFSNotFound
 from .errors import ReplicationError
@@ -19,9 +24,18 @@ _MAX_COMMITS = 10_000_000
 class CommitPlanner:
     """Walks the source history once per sync, remembering what it learned across refs."""
 
-    def __init__(self, source: LakeFSClient, source_repo: str, destination: LakeFSClient, mirror_repo: str) -> None:
+    def __init__(
+        self,
+        source: LakeFSClient,
+        source_repo: str,
+        destination: LakeFSClient,
+        mirror_repo: str,
+        *,
+        log_page_size: int = 1000,
+    ) -> None:
         self._source, self._source_repo = source, source_repo
         self._destination, self._mirror_repo = destination, mirror_repo
+        self._log_page_size = log_page_size
         self._present: set[str] = set()
         self._commits: dict[str, Commit] = {}
 
@@ -57,27 +71,42 @@ class CommitPlanner:
     def source_commit(self, commit_id: str) -> Commit:
         commit = self._commits.get(commit_id)
         if commit is None:
-            commit = self._source.get_commit(self._source_repo, commit_id)
-            if commit.id != commit_id:  # lakeFS 1.84's cherry-pick can rewrite a cached commit in place
-                raise ReplicationError(
-                    f"the source lakeFS answered commit {commit.id} when asked for {commit_id} of {self._source_repo}; "
-                    "its commit cache is inconsistent (a known lakeFS 1.84 effect of cherry-picking a commit with "
-                    "metadata): restart the source lakeFS"
-                )
-            self._commits[commit_id] = commit
+            commit = self._checked(self._source.get_commit(self._source_repo, commit_id), commit_id)
         return commit
+
+    def _checked(self, commit: Commit, commit_id: str) -> Commit:
+        """``commit`` remembered, once it is the commit asked for."""
+        if commit.id != commit_id:  # lakeFS 1.84's cherry-pick can rewrite a cached commit in place
+            raise ReplicationError(
+                f"the source lakeFS answered commit {commit.id} when asked for {commit_id} of {self._source_repo}; "
+                "its commit cache is inconsistent (a known lakeFS 1.84 effect of cherry-picking a commit with "
+                "metadata): restart the source lakeFS"
+            )
+        self._commits[commit_id] = commit
+        return commit
+
+    def _from_log(self, log: Iterator[Commit], commit_id: str) -> Commit:
+        """``commit_id`` read from the head's log (further pages only when it is not in those read so far)."""
+        try:
+            while commit_id not in self._commits and (commit := next(log, None)) is not None:
+                self._commits.setdefault(commit.id, commit)
+        except LakeFSNotFound:  # a log lakeFS cannot serve (its 1.84 commit cache, see below): ask commit by commit
+            pass
+        # Not in the log (a lakeFS answering another ID, see _checked): asked alone, the answer checked.
+        return self.source_commit(commit_id)
 
     def missing_commits(self, head: str) -> list[Commit]:
         """Every commit reachable from ``head`` (merge parents too) missing at the destination, parents first."""
         missing: dict[str, Commit] = {}
         stack = [head]
+        log = self._source.log_commits(self._source_repo, head, page_size=self._log_page_size)
         for _ in range(_MAX_COMMITS):
             if not stack:
                 break
             cid = stack.pop()
             if cid in missing or self.exists_at_destination(cid):
                 continue
-            commit = self.source_commit(cid)
+            commit = self._from_log(log, cid)
             missing[cid] = commit
             stack.extend(p for p in commit.parents if p not in missing)
         else:

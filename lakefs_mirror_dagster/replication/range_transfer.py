@@ -4,6 +4,11 @@ A range's objects that the destination lacks (or holds with another size or chec
 ``TransferPool``; the range file is written only when every object arrived, so a range file at the destination
 always means "all of my objects are there". Entries unchanged from the validated base ranges the new range
 rewrites are skipped without a look. The result is a small picklable summary (all a Spark task sends back).
+
+In ``transfer.mode: external`` (``copy_objects=False``) the objects are the store's own replication's job:
+none is copied, the ones copy mode would copy are counted as awaited, and the range file is written (unless
+the same file is there already: ``_lakefs/`` may replicate too) whether or not they arrived yet. The range file
+then promises nothing: validation, which checks every object, is what lets a commit be promoted.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from .failpoints import failpoint
 from .results import TransferStats
 from .validation import MAX_REPORTED, metadata_uri, present_entries
 
-__all__ = ["RangeSource", "RangeTransferSummary", "transfer_range"]
+__all__ = ["RangeSource", "RangeTransferSummary", "put_metadata_file", "transfer_range"]
 
 
 class RangeSource(Protocol):
@@ -48,7 +53,11 @@ class RangeTransferSummary:
     failed_count: int = 0
     failed: list[str] = field(default_factory=list)
     checks: dict[str, int] = field(default_factory=dict)
+    #: Objects left to the store's replication (``copy_objects=False``): neither copied nor looked at here.
+    awaited: int = 0
     range_written: bool = False
+    #: The range file was already at the destination, byte for byte (external mode only looks).
+    range_present: bool = False
     #: The range itself could not be read or decoded (its objects were not looked at).
     error: str | None = None
 
@@ -68,6 +77,21 @@ class RangeTransferSummary:
         stats.failed_object_count += self.failed_count
         stats.failed_objects.extend(self.failed[: MAX_REPORTED - len(stats.failed_objects)])
         stats.ranges_transferred += self.range_written
+        stats.objects_awaited += self.awaited
+        stats.metadata_files_present += self.range_present
+
+
+def put_metadata_file(store: Blockstore, namespace: str, file_id: str, data: bytes, *, keep_present: bool) -> bool:
+    """Write a range or metarange file to ``<namespace>/_lakefs/<id>``; returns whether it was written. With
+    ``keep_present`` (external mode) a file already there with these bytes is left alone: the store's
+    replication delivered it. A different or partial one is overwritten, as copy mode always does."""
+    uri = metadata_uri(namespace, file_id)
+    if keep_present:
+        stat = store.stat(uri)
+        if stat is not None and stat.size == len(data) and store.read_bytes(uri) == data:
+            return False
+    store.write_bytes(uri, data)
+    return True
 
 
 def transfer_range(
@@ -79,8 +103,10 @@ def transfer_range(
     pool: TransferPool,
     *,
     base_ranges: Sequence[str] = (),
+    copy_objects: bool = True,
 ) -> RangeTransferSummary:
-    """Copy one range's missing objects (read at ``commit_id``), then write its range file if all arrived.
+    """Copy one range's missing objects (read at ``commit_id``), then write its range file if all arrived;
+    without ``copy_objects`` only count the objects awaited from the store's replication and put the range file.
 
     Never raises for a storage or data problem: the summary says what failed (the pool has already retried
     transient errors), and a range with any failure gets no range file, so its commit is not promoted.
@@ -94,8 +120,10 @@ def transfer_range(
             locate=lambda key, address: source.object_location(commit_id, key, address),
             destination=destination,
             destination_namespace=destination_namespace,
+            copy_objects=copy_objects,
         )
         summary.objects = copies.objects
+        summary.awaited = copies.awaited
         summary.unchanged = copies.unchanged
         summary.full_address_count = copies.full_address_count
         summary.full_address_examples = copies.full_address_examples[:MAX_REPORTED]
@@ -108,8 +136,8 @@ def transfer_range(
             summary.failed = [f.describe() for f in result.failed[:MAX_REPORTED]]
             return summary
         failpoint("before_range_file")
-        destination.write_bytes(metadata_uri(destination_namespace, range_id), data)
-        summary.range_written = True
+        written = put_metadata_file(destination, destination_namespace, range_id, data, keep_present=not copy_objects)
+        summary.range_written, summary.range_present = written, not written
         failpoint("after_range_file")
     except (SSTableError, StorageError, LakeFSError) as exc:
         summary.error = f"range {range_id}: {type(exc).__name__}: {exc}"

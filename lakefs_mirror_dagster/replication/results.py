@@ -76,8 +76,22 @@ class TransferStats:
     full_address_examples: list[str] = field(default_factory=list)
     failed_objects: list[str] = field(default_factory=list)
     failed_object_count: int = 0
-    #: Where objects were copied: ``in_process``, ``spark``, both joined by ``+``, or ``""`` (nothing copied).
+    #: ``transfer.mode: external``: objects of new ranges left to the store's replication (not copied here).
+    objects_awaited: int = 0
+    #: Objects validation did not find at the destination (or found with another size or MD5): with external
+    #: transfer, those the store's replication has not delivered yet; the ref waits for them.
+    objects_missing: int = 0
+    #: Range and metarange files already at the destination byte for byte (external mode: replicated too).
+    metadata_files_present: int = 0
+    #: Where objects were copied: ``in_process``, ``spark``, both joined by ``+``, ``external`` (none: the
+    #: store's replication brings them, only range files were put), or ``""`` (no new ranges).
     transfer_path: str = ""
+
+    @property
+    def objects_handled(self) -> int:
+        """Objects of the transferred ranges dealt with: copied, found present, unchanged, or left to the store's
+        replication (progress counts these against the metarange's planned counts)."""
+        return self.objects_copied + self.objects_skipped + self.objects_unchanged + self.objects_awaited
 
     def note_path(self, path: str) -> None:
         """Record that a batch was transferred on ``path`` (``in_process`` or ``spark``)."""
@@ -96,6 +110,8 @@ class TransferStats:
             "objects_checked_multipart": self.objects_checked_multipart,
             "objects_checked_size": self.objects_checked_size,
             "objects_validated_by_size": self.objects_validated_by_size,
+            "objects_awaited": self.objects_awaited,
+            "objects_missing": self.objects_missing,
         }
 
     def note_checks(self, checks: Mapping[str, int]) -> None:

@@ -16,6 +16,7 @@ from ..config import ReplicationConfig, StoreConfig
 from ..lakefs import LakeFSClient, LakeFSNotFound
 from ..logs import log_fields
 from ..mirrors import (
+    InvalidMirrorSpec,
     Mirror,
     MirrorNotFound,
     MirrorPage,
@@ -28,17 +29,25 @@ from ..storage import Blockstore, StoreSpec
 from .engine import EngineSettings, MirrorEngine, RangeTransferer, RangeValidator, ReplicationError
 from .namespaces import check_namespace_free, is_mirror_repository
 from .organization import join_organization
+from .progress import ProgressListener
 from .results import MirrorSyncResult, RefAction, RefKind, RefResult
 from .retry import RetrySchedule
+from .scrub import Scrubber
 from .source import RepositorySource
 from .storages import missing_stores
 
-__all__ = ["RETIRING", "ReplicationService", "store_spec"]
+__all__ = ["RETIRING", "ReplicationService", "store_spec", "validation_key"]
 
 #: States of a mirror whose repository and record are to be removed (``ReplicationService.retire``).
 RETIRING = (MirrorState.DELETING, MirrorState.DELETED)
 
 log = logging.getLogger(__name__)
+
+
+def validation_key(mirror: Mirror, *, strict: bool) -> str:
+    """The mirror's key in the validated-ranges cache. Strict validation trusts no range that was validated
+    leniently: it has cache entries of its own."""
+    return mirror.validation_namespace + ("#strict" if strict else "")
 
 
 def store_spec(config: ReplicationConfig, store: StoreConfig) -> StoreSpec:
@@ -66,6 +75,11 @@ class ReplicationService:
         self.retries = RetrySchedule(mirrors, config.validator)
         self._clients: dict[str, LakeFSClient] = {}
         self._stores: dict[tuple[str, str], Blockstore] = {}
+        self._progress: list[tuple[ProgressListener, float]] = []
+
+    def on_progress(self, listener: ProgressListener, *, every_s: float = 10.0) -> None:
+        """Every engine this service builds from now on sends its progress to ``listener`` (``progress.py``)."""
+        self._progress.append((listener, every_s))
 
     def close(self) -> None:
         for client in self._clients.values():
@@ -106,6 +120,9 @@ class ReplicationService:
             strict_full_addresses=self.config.transfer.strict_full_addresses,
             list_page_size=self.config.commit_sensor.list_branch_page_size,
             validator_workers=self.config.validator.num_workers,
+            copy_objects=self.config.transfer.mode == "copy",
+            log_page_size=self.config.commit_sensor.log_commit_page_size,
+            branch_workers=self.config.commit_sensor.branches_scanner_concurrency_limit,
         )
 
     def engine_for(
@@ -129,7 +146,7 @@ class ReplicationService:
             src_repo.storage_namespace,
             store=self.source_store(mirror.source_region),
         )
-        return MirrorEngine(
+        engine = MirrorEngine(
             source=source,
             destination=self.client(mirror.destination_region),
             mirror_repo=mirror.name,
@@ -137,14 +154,15 @@ class ReplicationService:
             destination_storage_id=mirror.storage_id,
             destination_namespace=mirror.storage_namespace,
             validated=self.mirrors,
-            # Strict validation trusts no range that was validated leniently: its own cache entries.
-            validation_key=mirror.validation_namespace
-            + ("#strict" if self.config.transfer.strict_full_addresses else ""),
+            validation_key=validation_key(mirror, strict=self.config.transfer.strict_full_addresses),
             settings=self.engine_settings(),
             validator=validator,
             transferer=transferer,
             recorder=functools.partial(self.record_ref, mirror),
         )
+        for listener, every_s in self._progress:
+            engine.progress.listen(listener, every_s=every_s)
+        return engine
 
     # ------------------------------------------------------------------ mirrors
     def create_mirror(
@@ -176,6 +194,13 @@ class ReplicationService:
             pass
         if region == self.config.region:
             self.config.store_by_id(storage_id)
+        known = destination.storage_ids()
+        if storage_id not in known:  # accepted now, the region's every sync would fail on it
+            raise InvalidMirrorSpec(
+                f"storage_id {storage_id!r} is not a store of region {region}'s lakeFS; it has "
+                + ", ".join(repr(i) for i in known)
+                + (" (a single blockstore: leave storage_id empty)" if known == [""] else "")
+            )
         check_namespace_free(
             storage_namespace,
             where=f"region {region}",
@@ -261,6 +286,19 @@ class ReplicationService:
                 raise ReplicationError(f"repository {mirror.name} is not this mirror's; not deleting it")
             client.delete_repository(mirror.name, force=True)
         self.mirrors.delete_mirror(mirror.id)
+
+    def scrubber(self, name: str) -> Scrubber:
+        """The scrubber of this region's mirror ``name`` (``scrub.py``); ``MirrorNotFound`` otherwise."""
+        engine = self.engine_for(self.mirror_named(name))
+        return Scrubber(
+            mirror_repo=engine.mirror_repo,
+            destination=engine.destination,
+            destination_store=engine.dst_store,
+            destination_namespace=engine.dst_ns,
+            source=engine.source,
+            concurrency=engine.settings.concurrency,
+            page_size=engine.settings.list_page_size,
+        )
 
     def sync(
         self, *, name: str | None = None, branches: list[str] | None = None, due_only: bool = False

@@ -14,6 +14,7 @@ from typing import Any, BinaryIO, cast
 from ..lakefs import LakeFSClient, LakeFSGone, LakeFSNotFound
 from ..storage import Blockstore, ObjectInfo, ObjectNotFound, ObjectStat, ReadableStream, StorageError
 from ..storage.uri import join_namespace
+from .validation import metadata_uri
 
 __all__ = ["ApiObjectReader", "RepositorySource", "SourceReader"]
 
@@ -123,14 +124,19 @@ class SourceReader:
     def read_metadata(self, kind: str, file_id: str) -> bytes:
         """Bytes of a range (``kind='range'``) or metarange (``'meta_range'``) file."""
         if self.store is not None:
-            return self.store.read_bytes(join_namespace(self.storage_namespace, f"_lakefs/{file_id}"))
+            return self.store.read_bytes(metadata_uri(self.storage_namespace, file_id))
         assert self._api_client is not None
         return self._api_client.get_metadata_object(self.repository, kind, file_id)
+
+    def namespace_uri(self, address: str) -> str:
+        """Where the source's store keeps a relative-address object; a mirror keeps its copy at the same
+        ``address`` under its own namespace."""
+        return join_namespace(self.storage_namespace, address)
 
     def object_location(self, commit_id: str, key: str, address: str) -> tuple[Blockstore, str]:
         """Store and URI to read one relative-address object from."""
         if self.store is not None:
-            return self.store, join_namespace(self.storage_namespace, address)
+            return self.store, self.namespace_uri(address)
         assert self._api_reader is not None
         return self._api_reader, ApiObjectReader.uri(self.repository, commit_id, key)
 

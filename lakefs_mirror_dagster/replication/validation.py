@@ -16,6 +16,7 @@ from ..storage import Blockstore, Check, ObjectNotFound, StorageError, at_rest_c
 from ..storage.uri import join_namespace
 
 __all__ = [
+    "METADATA_PREFIX",
     "Entry",
     "RangeValidation",
     "describe_failure",
@@ -30,10 +31,13 @@ Entry = tuple[bytes, str, bool, int, str]
 
 MAX_REPORTED = 20
 
+#: lakeFS's metadata (range and metarange files) under a storage namespace; everything else is object data.
+METADATA_PREFIX = "_lakefs/"
+
 
 def metadata_uri(namespace: str, file_id: str) -> str:
     """Where lakeFS keeps range and metarange files: ``<namespace>/_lakefs/<id>``."""
-    return join_namespace(namespace, f"_lakefs/{file_id}")
+    return join_namespace(namespace, f"{METADATA_PREFIX}{file_id}")
 
 
 @dataclass

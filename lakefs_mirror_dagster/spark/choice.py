@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import threading
 from collections.abc import Callable, Sequence
 
 from ..graveler.range_id import verify_range_file
@@ -100,6 +101,7 @@ class ThresholdTransferer:
         self.last_choice: str | None = None
         self.last_object_count: int = 0
         self.choices: collections.Counter[str] = collections.Counter()
+        self._lock = threading.Lock()  # branches of one pass may transfer at once (branch_workers.py)
 
     def choose(self, batch: RangeBatch, commit: Commit) -> str:
         self.last_object_count = self.count_objects(batch, commit)
@@ -107,8 +109,9 @@ class ThresholdTransferer:
 
     def __call__(self, batch: RangeBatch, commit: Commit, stats: TransferStats) -> None:
         path = self.choose(batch, commit)
-        self.last_choice = path
-        self.choices[path] += 1
+        with self._lock:
+            self.last_choice = path
+            self.choices[path] += 1
         stats.note_path(path)
         log.info("transferring %d range(s), %d object(s): %s", len(batch), self.last_object_count, path)
         (self.spark if path == PATH_SPARK else self.in_process)(batch, commit, stats)

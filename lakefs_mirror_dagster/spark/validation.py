@@ -13,6 +13,7 @@ blockstore from it and calls the same ``validate_range`` the in-process validato
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +69,7 @@ class SparkRangeValidator:
         self.num_partitions = num_partitions
         self.failures: list[RangeValidation] = []
         self.validated: int = 0
+        self._lock = threading.Lock()  # branches of one pass may validate at once (branch_workers.py)
 
     def __call__(self, batch: RangeBatch) -> list[RangeValidation]:
         ids = list(batch)
@@ -98,7 +100,8 @@ class SparkRangeValidator:
         return validate(batch)
 
     def _record(self, ids: list[str], results: list[RangeValidation], path: str) -> list[RangeValidation]:
-        self.paths.add(path)
-        self.validated += len(results)
-        self.failures.extend(r for r in results if not r.ok)
+        with self._lock:
+            self.paths.add(path)
+            self.validated += len(results)
+            self.failures.extend(r for r in results if not r.ok)
         return results

@@ -107,9 +107,10 @@ def use_spark(
     validation: ValidationOnSpark | None,
 ) -> SparkUse:
     """Copy big batches on Spark (``transfer``) and/or validate on Spark (``validation``); the session starts
-    on the first batch that needs it, never for small commits."""
+    on the first batch that needs it, never for small commits. An engine in ``transfer.mode: external`` copies
+    no objects, so it keeps its own transferer (the range files only) whatever ``transfer`` says."""
     use = SparkUse()
-    if transfer:
+    if transfer and engine.copy_objects:
         use.transferer = spark_transferer_for(service, mirror, engine, session)
         engine.transferer = use.transferer
     if validation is not None:
@@ -136,6 +137,6 @@ class SparkTransferService(ReplicationService):
         engine = super().engine_for(mirror, validator=validator, transferer=transferer)
         if transferer is None:
             use = use_spark(self, mirror, engine, self.session, transfer=True, validation=None)
-            assert use.transferer is not None
-            self.transferers[mirror.name] = use.transferer
+            if use.transferer is not None:
+                self.transferers[mirror.name] = use.transferer
         return engine

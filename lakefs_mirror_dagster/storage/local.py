@@ -258,10 +258,11 @@ class LocalBlockstore(Blockstore):
             yield ObjectInfo(uri=uri, size=size, etag=None)
 
     def _walk(self, directory: str, prefix: str) -> Iterator[tuple[str, int]]:
-        """Depth-first, names sorted per directory; skips temp files, never follows symlinks."""
+        """Depth-first in key order, as S3 lists (a directory sorts as its name plus ``/``, so ``a-b`` comes
+        before ``a/x``: a merge of two listings relies on it); skips temp files, never follows symlinks."""
         try:
             with os.scandir(directory) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = sorted(it, key=lambda e: e.name + "/" if e.is_dir(follow_symlinks=False) else e.name)
         except (FileNotFoundError, NotADirectoryError):
             return
         except OSError as exc:

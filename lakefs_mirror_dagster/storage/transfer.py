@@ -208,6 +208,9 @@ class TransferPool:
         self._on_result = on_result
         self._sleep = sleep
         self._lock = threading.Lock()
+        #: At most ``concurrency`` copies at once across every ``run`` of this pool, also when several
+        #: branches transfer at the same time: the bound on threads, connections and buffered parts.
+        self._copying = threading.BoundedSemaphore(concurrency)
         #: Part sizes of multipart checksums matched so far, newest first: one writer's objects share one.
         self._part_sizes: tuple[int, ...] = ()
 
@@ -221,7 +224,8 @@ class TransferPool:
         while True:
             attempt += 1
             try:
-                result = self._attempt(task, known, discover=previous_md5 is not None, previous_md5=previous_md5)
+                with self._copying:
+                    result = self._attempt(task, known, discover=previous_md5 is not None, previous_md5=previous_md5)
             except Exception as exc:
                 if not isinstance(exc, StorageError) or not exc.transient or attempt >= self.max_attempts:
                     raise _Failed(exc, attempt) from exc

@@ -174,6 +174,18 @@ lakefs:
 """
 
 
+def test_organization_name_builds_the_lakefs_cloud_endpoint_and_is_refused_beside_one() -> None:
+    cloud = parse_config(without(minimal(organization_name="acme"), "regional_endpoint"))
+    assert cloud.regional_endpoint == "https://acme.us-east-1.lakefscloud.io"
+    from_env = parse_config(without(minimal(), "regional_endpoint"), env={"REPLICATION_ORGANIZATION_NAME": "acme"})
+    assert from_env.endpoint_for("us-east-1") == "https://acme.us-east-1.lakefscloud.io"
+    both = error_of(minimal(organization_name="acme"))
+    assert both.path == "organization_name" and "regional_endpoint is set" in str(both)
+    bad = error_of(without(minimal(organization_name="Acme Corp"), "regional_endpoint"))
+    assert bad.path == "organization_name" and "DNS label" in str(bad)
+    assert parse_config(minimal(organization_name="")).regional_endpoint == "http://lakefs-east:8000"
+
+
 def test_reference_two_region_example_with_postgres(tmp_path: Path) -> None:
     text = REFERENCE_SOURCE_REGION.replace(
         "  type: dynamodb\n  dynamodb:\n    table_name: my-replication-table\n    aws_region: us-east-1\n",

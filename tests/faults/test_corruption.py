@@ -200,9 +200,14 @@ class TamperingClient:
     def __init__(self, inner: LakeFSClient, commit_id: str, change: dict[str, Any]) -> None:
         self._inner, self._commit_id, self._change = inner, commit_id, change
 
+    def _tampered(self, commit: Commit) -> Commit:
+        return dataclasses.replace(commit, **self._change) if commit.id == self._commit_id else commit
+
     def get_commit(self, repo: str, commit_id: str) -> Commit:
-        commit = self._inner.get_commit(repo, commit_id)
-        return dataclasses.replace(commit, **self._change) if commit_id == self._commit_id else commit
+        return self._tampered(self._inner.get_commit(repo, commit_id))
+
+    def log_commits(self, repo: str, ref: str, **kwargs: Any) -> Iterator[Commit]:
+        return map(self._tampered, self._inner.log_commits(repo, ref, **kwargs))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

@@ -25,7 +25,8 @@ def test_sensor_retries_a_blocked_branch_after_its_cooldown(
     lakefs_env, isolated_regions, unique_name, instance: dg.DagsterInstance
 ) -> None:
     config_path, service = isolated_regions
-    path = with_cooldowns(config_path("region-b"))  # cooldown_on_missing: 2s
+    # long enough that a loaded machine's first runs end inside it (the test then waits it out)
+    path = with_cooldowns(config_path("region-b"), on_missing="10s")
     src_svc, dst_svc = service("region-a"), service("region-b")
     src = src_svc.client("region-a")
     repo = unique_name("retry")

@@ -24,11 +24,13 @@ pytestmark = pytest.mark.integration
 COOLDOWNS = {"run_interval": "1s", "cooldown_on_missing": "2s", "cooldown_on_error": "5s"}
 
 
-def with_cooldowns(path: Path) -> Path:
-    """The region config at ``path`` with short retry settings and a full pass only every minute."""
+def with_cooldowns(path: Path, *, on_missing: str = COOLDOWNS["cooldown_on_missing"]) -> Path:
+    """The region config at ``path`` with short retry settings and a full pass only every minute. Branches
+    sync one after another, so b-err is blocked (and its cooldown starts) after a-rot's slow copy retries."""
     raw = yaml.safe_load(path.read_text())
-    raw["validator"] = {**raw.get("validator", {}), **COOLDOWNS}
-    raw["commit_sensor"] = {**raw.get("commit_sensor", {}), "process_branches_duration": "1m"}
+    raw["validator"] = {**raw.get("validator", {}), **COOLDOWNS, "cooldown_on_missing": on_missing}
+    sensor = {"process_branches_duration": "1m", "branches_scanner_concurrency_limit": 1}
+    raw["commit_sensor"] = {**raw.get("commit_sensor", {}), **sensor}
     path.write_text(yaml.safe_dump(raw))
     return path
 

@@ -148,6 +148,9 @@ def test_every_bad_request_is_refused_and_writes_nothing(api, lakefs_env, client
     assert status == 409 and taken_repo in message
     status, message = create({**ok, "storage_namespace": b.namespace_for(existing) + "/inner"})
     assert status == 400 and "lies inside" in message and existing in message
+    # region-b's lakeFS (open source) has one blockstore: any storage id would break that region's syncs later
+    status, message = create({**ok, "storage_id": "nowhere"})
+    assert status == 400 and "'nowhere'" in message and "region-b" in message and "leave storage_id empty" in message
     assert _names(api.service) == before
 
     assert curl(f"{_mirrors_url(api, repo)}/no-such-mirror", "-u", api.user, "-s").status == 404

@@ -169,6 +169,14 @@ def test_list_prefix_is_a_string_prefix_and_recursive(local_store: LocalBlocksto
     assert list(local_store.list_prefix("local://missing/")) == []
 
 
+def test_list_prefix_is_in_key_order_as_s3_lists(local_store: LocalBlockstore) -> None:
+    keys = ["ns/a-b", "ns/a/c", "ns/a/d/e", "ns/a0", "ns/b", "ns/_lakefs/x"]
+    for key in keys:
+        local_store.write_bytes(f"local://{key}", b"x")
+    listed = [i.uri.removeprefix("local://") for i in local_store.list_prefix("local://ns/")]
+    assert listed == sorted(keys)  # "a-b" < "a/c" < "a0": a directory sorts as its name plus "/"
+
+
 def test_list_prefix_absolute_form_returns_absolute_uris(local_store: LocalBlockstore) -> None:
     local_store.write_bytes("local://ns/data/o", b"x")
     listed = [i.uri for i in local_store.list_prefix(f"local://{local_store.root}/ns/")]

@@ -211,6 +211,26 @@ def test_pool_never_exceeds_its_concurrency(tmp_path: Path) -> None:
     assert dst.max_active == 3  # parallel, and never more than the limit
 
 
+def test_concurrent_runs_share_the_pools_concurrency(tmp_path: Path) -> None:
+    """Branches syncing at once each run the engine's one pool: copies stay within ``concurrency`` overall."""
+    src = LocalBlockstore(root=tmp_path / "a")
+    objects = make_objects(src, 12)
+    dst = Slow(LocalBlockstore(root=tmp_path / "b"), delay=0.1)
+    pool = TransferPool(concurrency=3)
+    halves = [dict(list(objects.items())[:6]), dict(list(objects.items())[6:])]
+    summaries: list[int] = []
+    runs = [
+        threading.Thread(target=lambda h=h: summaries.append(pool.run(tasks_for(src, dst, h, lambda u: u)).copied))
+        for h in halves
+    ]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join(timeout=30)
+    assert sorted(summaries) == [6, 6]
+    assert dst.max_active == 3  # both runs copied in parallel, and together never more than the limit
+
+
 def test_pool_consumes_tasks_lazily(tmp_path: Path) -> None:
     src = LocalBlockstore(root=tmp_path / "a")
     src.write_bytes("local://src/o", b"x")

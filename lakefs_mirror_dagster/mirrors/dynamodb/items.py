@@ -10,6 +10,7 @@ name claim (one name per region)       ``name/<region>/<name>``          ``-``
 namespace claim (one per region+store) ``namespace/<sha256>``            ``-``
 branch of a mirror                     ``branches/<mirror id>``          branch name
 validated range                        ``validated/<sha256 of namespace>``  range id
+garbage-collection mark                ``gc/<mirror id>``  sha256 of the object's address
 organisation                           ``organizations``   organization id
 =====================================  ==================  ==============================================
 
@@ -36,6 +37,7 @@ __all__ = [
     "branch_partition",
     "decode_time",
     "encode",
+    "gc_partition",
     "key",
     "mirror_item",
     "name_key",
@@ -73,15 +75,20 @@ def branch_partition(mirror_id: str) -> str:
     return f"branches/{mirror_id}"
 
 
+def gc_partition(mirror_id: str) -> str:
+    return f"gc/{mirror_id}"
+
+
 def range_partition(namespace: str) -> str:
     """The partition of one validated-ranges namespace (a ``validation_namespace`` may be 1400 characters)."""
     return f"validated/{hashlib.sha256(namespace.encode()).hexdigest()}"
 
 
 def encode(value: object) -> dict[str, str]:
-    """One attribute value: str, int, float or an aware datetime (as ISO 8601 UTC)."""
+    """One attribute value: str, int, float or an aware datetime (ISO 8601 UTC with microseconds always, so
+    that times compare as strings in conditions)."""
     if isinstance(value, datetime):
-        return {"S": value.astimezone(UTC).isoformat()}
+        return {"S": value.astimezone(UTC).isoformat(timespec="microseconds")}
     if isinstance(value, bool):
         raise TypeError("booleans are not stored")
     if isinstance(value, int | float):

@@ -3,9 +3,9 @@
 A mirror is created in one transaction with its name claim and its namespace claim, each written only if
 absent, so two regions creating the same name or namespace never both win. A state change is an update on
 the condition that the generation is still the one read. Deleting removes the mirror and its name claim in
-one transaction, then its branches and validated ranges, and last the namespace claim: until that claim is
-gone no new mirror can use the namespace, and a create that finds a claim whose mirror is gone (a delete
-that was interrupted) finishes that cleanup first.
+one transaction, then its branches, garbage-collection marks and validated ranges, and last the namespace
+claim: until that claim is gone no new mirror can use the namespace, and a create that finds a claim whose
+mirror is gone (a delete that was interrupted) finishes that cleanup first.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from .items import (
     Item,
     branch_partition,
     encode,
+    gc_partition,
     key,
     mirror_item,
     name_key,
@@ -296,15 +297,15 @@ class DynamoMirrorRecords(DynamoTable):
         return self._find(claim["mirror_id"]["S"])
 
     def _release_namespace(self, claim: Item) -> None:
-        """Finish deleting the mirror a namespace claim names: its branches and the namespace's validated
-        ranges, then the claim itself (only if it still names that mirror). Idempotent."""
+        """Finish deleting the mirror a namespace claim names: its branches, its garbage-collection marks and the
+        namespace's validated ranges, then the claim itself (only if it still names that mirror). Idempotent."""
         owner = claim["mirror_id"]["S"]
         if self._find(owner) is not None:
             return
         namespace = validation_namespace(
             claim["destination_region"]["S"], claim["storage_id"]["S"], claim["storage_namespace"]["S"]
         )
-        for partition in (branch_partition(owner), range_partition(namespace)):
+        for partition in (branch_partition(owner), gc_partition(owner), range_partition(namespace)):
             stale = self._query(
                 KeyConditionExpression="pk = :pk",
                 ExpressionAttributeValues={":pk": encode(partition)},

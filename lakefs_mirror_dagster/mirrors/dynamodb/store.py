@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .branches import DynamoBranchRecords
+from .gc_marks import DynamoGcMarks
 from .organizations import DynamoOrganizationRecords
 from .records import DynamoMirrorRecords
 from .validated import DynamoValidatedRanges
@@ -10,7 +11,9 @@ from .validated import DynamoValidatedRanges
 __all__ = ["DynamoMirrorStore"]
 
 
-class DynamoMirrorStore(DynamoMirrorRecords, DynamoBranchRecords, DynamoValidatedRanges, DynamoOrganizationRecords):
+class DynamoMirrorStore(
+    DynamoMirrorRecords, DynamoBranchRecords, DynamoValidatedRanges, DynamoOrganizationRecords, DynamoGcMarks
+):
     """The same operations and guarantees as ``MirrorStore``, on a DynamoDB table (created when missing).
 
     Built from ``mirrors_database.dynamodb`` (``DynamoDBSettings``): table name, region, endpoint and

@@ -62,7 +62,11 @@ class DynamoTable(StoreCommon):
         where = settings.endpoint or region
         self._url = f"dynamodb://{self._table}@{where}"
         if create_tables:
-            self.create_tables()
+            try:
+                self.create_tables()
+            except BaseException:
+                self.close()
+                raise
 
     @property
     def url(self) -> str:

@@ -82,7 +82,7 @@ def _mirror_branch(
     started = time.monotonic()
     service = replication.service()
     mirror = replication.active_mirror(mirror_name)
-    engine, spark = spark_validator.engine_for(service, mirror)
+    engine, spark = spark_validator.engine_for(service, mirror, log=context.log.info)
     ref = engine.sync_branch(branch)
     context.log.info(
         f"{mirror.name}/{branch}: {ref.action} (source {ref.source_commit}, mirror was {ref.mirror_commit_before})"
@@ -97,7 +97,13 @@ def _mirror_branch(
     if ref.error is not None:
         raise dg.Failure(
             description=f"{mirror.name}/{branch} not promoted to {ref.source_commit}: {ref.error}",
-            metadata={"source_commit_id": ref.source_commit or "", "mirror_commit_id": ref.mirror_commit or ""},
+            metadata={
+                "source_commit_id": ref.source_commit or "",
+                "mirror_commit_id": ref.mirror_commit or "",
+                # transfer.mode external: how many objects the store's replication has yet to deliver
+                "objects_awaited": ref.stats.objects_awaited,
+                "objects_missing": ref.stats.objects_missing,
+            },
         )
     yield _materialization(mirror, ref, started)
 

@@ -79,6 +79,7 @@ def scan_branches(
     src = branch_heads(service.client(mirror.source_region), mirror.source_repository, page_size=page)
     dst = branch_heads(service.client(mirror.destination_region), mirror.name, page_size=page, missing_ok=True)
     blocks = service.retries.blocks(mirror)
+    recorded = {b.branch: b for b in service.mirrors.get_branches(mirror.id)}
     now = dt.datetime.now(dt.UTC)
     scan = BranchScan()
     for name in sorted(set(src) | set(dst)):
@@ -105,7 +106,9 @@ def scan_branches(
                     tags={"lakefs_mirror/mirror": mirror.name, "lakefs_mirror/branch": name},
                 )
             )
-            if source_head is not None:  # with its time: how long the mirror has been behind it (``status``)
+            known = recorded.get(name)
+            seen = known is not None and known.source_commit_id == source_head and known.source_commit_time
+            if source_head is not None and not seen:  # with its time: how long the mirror is behind it (``status``)
                 created = service.client(mirror.source_region).get_commit(mirror.source_repository, source_head)
                 service.mirrors.record_branch(
                     mirror.id,
@@ -150,8 +153,10 @@ def build_commit_sensor(
     interval_seconds: int,
     max_requests: int = MAX_REQUESTS_PER_TICK,
     budget_seconds: float = TICK_BUDGET_SECONDS,
+    max_behind_seconds: float | None = None,
 ) -> dg.SensorDefinition:
-    """The commit sensor of one mirror, running by default so a new mirror replicates without a click."""
+    """The commit sensor of one mirror, running by default so a new mirror replicates without a click. With
+    ``max_behind_seconds``, each tick also evaluates the mirror's ``fresh`` check (``freshness.py``)."""
     partitions = branch_partitions(mirror)
 
     @dg.sensor(
@@ -167,7 +172,8 @@ def build_commit_sensor(
         if found is None or found.state != MirrorState.ACTIVE:
             state = "gone" if found is None else found.state.value
             return dg.SensorResult(skip_reason=f"mirror {mirror} is {state}", cursor=context.cursor)
-        after = json.loads(context.cursor).get("after", "") if context.cursor else ""
+        state = json.loads(context.cursor) if context.cursor else {}
+        after = state.get("after", "")
         known = set(context.instance.get_dynamic_partitions(branch_partitions_name(mirror)))
         scan = scan_branches(
             service,
@@ -186,7 +192,10 @@ def build_commit_sensor(
             tags_request = tags_run_request(service, found)
             if tags_request is not None:
                 scan.requests.append(tags_request)
-        cursor = json.dumps({"after": scan.resume_after})
+        fresh = state.get("fresh", "")
+        if max_behind_seconds is not None:
+            fresh = _report_freshness(context, service, mirror, max_behind_seconds, fresh)
+        cursor = json.dumps({"after": scan.resume_after, "fresh": fresh})
         context.log.info(
             f"{mirror}: scanned {scan.scanned} branch(es), {len(scan.requests)} run(s) requested, "
             f"{len(scan.add)} partition(s) added, {len(scan.delete)} removed"
@@ -204,3 +213,17 @@ def build_commit_sensor(
         return dg.SensorResult(run_requests=scan.requests, dynamic_partitions_requests=dynamic, cursor=cursor)
 
     return commit_sensor
+
+
+def _report_freshness(
+    context: dg.SensorEvaluationContext, service: ReplicationService, mirror: str, max_behind: float, last: str
+) -> str:
+    """Report the ``fresh`` check when its outcome changed since ``last``, or while it fails (its lag values
+    then plot over time); returns the outcome to keep in the cursor."""
+    from .freshness import fresh_evaluation, outcome_key
+
+    evaluation = fresh_evaluation(service, mirror, max_behind)
+    outcome = outcome_key(evaluation)
+    if outcome != last or not evaluation.passed:
+        context.instance.report_runless_asset_event(evaluation)
+    return outcome

@@ -1,5 +1,5 @@
-"""The mirroring domain's definitions: per mirror a branch-heads asset, a tags asset and a commit sensor; the
-mirrors-manager sensor; the Spark resource their runs use."""
+"""The mirroring domain's definitions: per mirror a branch-heads asset with its ``fresh`` check, a tags asset and
+a commit sensor; the mirrors-manager sensor; the Spark resource their runs use."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from collections.abc import Callable, Iterable
 
 import dagster as dg
 
-from ...config import ReplicationConfig, SparkConfig, ValidatorConfig
+from ...config import FreshnessConfig, ReplicationConfig, SparkConfig, ValidatorConfig
 from .branch_heads import build_branch_heads_asset
 from .commits import build_commit_sensor
+from .freshness import build_fresh_check
 from .manager import build_mirrors_manager_sensor
 from .spark import SparkValidatorResource
 from .tags import build_tags_asset
@@ -33,8 +34,15 @@ def mirroring_definitions(
     manager_interval = config.mirrors_manager.process_mirrors_interval_duration if config else None
     branch_assets = [build_branch_heads_asset(name) for name in names]
     tag_assets = [build_tags_asset(name) for name in names]
+    max_behind = (config.freshness if config else FreshnessConfig()).max_behind.total_seconds()
     sensors = [
-        build_commit_sensor(name, branches, tags_target=tags, interval_seconds=_seconds(commit_interval, 60))
+        build_commit_sensor(
+            name,
+            branches,
+            tags_target=tags,
+            interval_seconds=_seconds(commit_interval, 60),
+            max_behind_seconds=max_behind,
+        )
         for name, branches, tags in zip(names, branch_assets, tag_assets, strict=True)
     ]
     sensors.append(
@@ -48,6 +56,7 @@ def mirroring_definitions(
     validator = config.validator if config else ValidatorConfig()
     return dg.Definitions(
         assets=[*branch_assets, *tag_assets],
+        asset_checks=[build_fresh_check(name, max_behind) for name in names],
         sensors=sensors,
         resources={
             "spark_validator": SparkValidatorResource.from_config(

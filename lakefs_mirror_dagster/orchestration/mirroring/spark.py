@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import dagster as dg
@@ -15,6 +15,9 @@ from ...spark.session import prepare_python_workers, spark_session_config
 from ...spark.wiring import SparkUse, ValidationOnSpark, use_spark
 
 __all__ = ["SparkValidatorResource"]
+
+#: Seconds between the progress lines of a run (a Dagster run's log; the CLI has its own cadence).
+RUN_PROGRESS_EVERY_S = 10.0
 
 
 class SparkValidatorResource(dg.ConfigurableResource):
@@ -33,9 +36,14 @@ class SparkValidatorResource(dg.ConfigurableResource):
     )
     _pyspark: Any = PrivateAttr(default=None)
 
-    def engine_for(self, service: ReplicationService, mirror: Mirror) -> tuple[MirrorEngine, SparkUse]:
-        """The engine a run uses, with Spark wired in by the same ``use_spark`` the CLI uses."""
+    def engine_for(
+        self, service: ReplicationService, mirror: Mirror, *, log: Callable[[str], None] | None = None
+    ) -> tuple[MirrorEngine, SparkUse]:
+        """The engine a run uses, with Spark wired in by the same ``use_spark`` the CLI uses; ``log`` (the run's
+        log) gets a progress line every ``RUN_PROGRESS_EVERY_S`` seconds of a long transfer."""
         engine = service.engine_for(mirror)
+        if log is not None:
+            engine.progress.listen(lambda p: log(f"progress: {p.line()}"), every_s=RUN_PROGRESS_EVERY_S)
         use = use_spark(
             service,
             mirror,

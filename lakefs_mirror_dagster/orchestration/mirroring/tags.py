@@ -97,7 +97,7 @@ def _mirror_tags(
     started = time.monotonic()
     service = replication.service()
     mirror = replication.active_mirror(mirror_name)
-    engine, spark = spark_validator.engine_for(service, mirror)
+    engine, spark = spark_validator.engine_for(service, mirror, log=context.log.info)
     outcome = _TagPass.of(engine.sync_tags())
     source, after = engine.tags()
     context.log.info(f"{mirror.name}: {len(outcome.refs)} tag(s) differed, {len(outcome.blocked)} blocked")

@@ -1,0 +1,146 @@
+"""``commit_sensor.log_commit_page_size`` and ``branches_scanner_concurrency_limit`` at work on a real lakeFS."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lakefs_mirror_dagster.config import load_config
+from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.replication.engine import MirrorEngine
+
+from .conftest import assert_mirror_equals_source, content
+
+ENV = "REPLICATION_COMMIT_SENSOR_"
+
+
+@pytest.fixture
+def region_b_with(config_path: Callable[[str], Path]) -> Iterator[Callable[..., ReplicationService]]:
+    """region-b's service with commit_sensor keys set through their environment variables."""
+    services: list[ReplicationService] = []
+
+    def make(**keys: int) -> ReplicationService:
+        env = {ENV + key.upper(): str(value) for key, value in keys.items()}
+        services.append(ReplicationService(load_config(config_path("region-b"), env=env)))
+        return services[-1]
+
+    yield make
+    for s in services:
+        s.close()
+
+
+def _new_mirror(lakefs_env: Any, svc_a: ReplicationService, repo: str, mirror: str) -> None:
+    svc_a.create_mirror(
+        source_repository=repo,
+        name=mirror,
+        region="region-b",
+        storage_namespace=lakefs_env.region("region-b").namespace_for(mirror),
+    )
+
+
+def _count_log_pages(svc: ReplicationService, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Spy on the real source client of ``svc``: one entry (the page size asked) per log page requested."""
+    refs = svc.client("region-a").refs
+    pages: list[int] = []
+    original = refs.log_commits
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        pages.append(kwargs["amount"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(refs, "log_commits", spy)
+    return pages
+
+
+def test_the_source_log_is_read_in_pages_of_log_commit_page_size(
+    lakefs_env, service_for, region_b_with, unique_name, monkeypatch
+) -> None:
+    svc_a = service_for("region-a")
+    src = svc_a.client("region-a")
+    repo, mirror = unique_name("logpage"), unique_name("mirror")
+    src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
+    for i in range(6):
+        src.upload_object(repo, "main", f"data/{i}", content(f"data/{i}"))
+        src.commit(repo, "main", f"commit {i}")
+    _new_mirror(lakefs_env, svc_a, repo, mirror)
+    total = len(list(src.log_commits(repo, "main")))  # the six and lakeFS's initial commit
+
+    svc_b = region_b_with(log_commit_page_size=2)
+    assert svc_b.engine_settings().log_page_size == 2
+    pages = _count_log_pages(svc_b, monkeypatch)
+    [first] = svc_b.sync(name=mirror)
+    assert first.ok and next(r for r in first.refs if r.name == "main").stats.commits == total
+    assert pages == [2] * math.ceil(total / 2)
+    assert_mirror_equals_source(src, repo, svc_b.client("region-b"), mirror)
+
+    # Three new commits: the log is read only until the mirror's head, not through the whole history again.
+    pages.clear()
+    for i in range(3):
+        src.upload_object(repo, "main", f"more/{i}", content(f"more/{i}"))
+        src.commit(repo, "main", f"more {i}")
+    [second] = svc_b.sync(name=mirror)
+    assert second.ok and next(r for r in second.refs if r.name == "main").stats.commits == 3
+    assert pages == [2, 2]
+    assert_mirror_equals_source(src, repo, svc_b.client("region-b"), mirror)
+
+
+class _InFlight:
+    """Counts branch syncs running at once; each waits (bounded) until ``expected`` are running together, so the
+    peak is observed whenever the engine allows it."""
+
+    def __init__(self, expected: int) -> None:
+        self.expected, self.now, self.peak = expected, 0, 0
+        self._lock, self._reached = threading.Lock(), threading.Event()
+
+    def wrap(self, sync_ref: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(engine: MirrorEngine, *args: Any) -> Any:
+            with self._lock:
+                self.now += 1
+                self.peak = max(self.peak, self.now)
+                if self.now >= self.expected:
+                    self._reached.set()
+            try:
+                self._reached.wait(timeout=10)
+                return sync_ref(engine, *args)
+            finally:
+                with self._lock:
+                    self.now -= 1
+
+        return wrapped
+
+
+@pytest.mark.parametrize("limit", [1, 4])
+def test_branches_sync_on_at_most_branches_scanner_concurrency_limit_workers(
+    lakefs_env, service_for, region_b_with, unique_name, monkeypatch, limit
+) -> None:
+    svc_a = service_for("region-a")
+    src = svc_a.client("region-a")
+    repo, mirror = unique_name("branches"), unique_name("mirror")
+    src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
+    src.upload_object(repo, "main", "base", content("base"))
+    src.commit(repo, "main", "base")
+    branches = [f"feature-{i}" for i in range(6)]
+    for name in branches:  # each with a commit of its own, over the shared base
+        src.create_branch(repo, name, "main")
+        src.upload_object(repo, name, f"{name}/data", content(name, 500))
+        src.commit(repo, name, f"work on {name}")
+    _new_mirror(lakefs_env, svc_a, repo, mirror)
+
+    svc_b = region_b_with(branches_scanner_concurrency_limit=limit)
+    assert svc_b.engine_settings().branch_workers == limit
+    in_flight = _InFlight(expected=limit)
+    monkeypatch.setattr(MirrorEngine, "sync_ref", in_flight.wrap(MirrorEngine.sync_ref))
+    [result] = svc_b.sync(name=mirror)
+
+    assert result.ok
+    assert [r.name for r in result.refs] == sorted(["main", *branches])  # reported in name order either way
+    assert all(r.action == "created" for r in result.refs)
+    assert in_flight.peak == limit
+    assert_mirror_equals_source(src, repo, svc_b.client("region-b"), mirror)
+    for name in branches:
+        assert svc_b.client("region-b").get_object(mirror, name, f"{name}/data") == content(name, 500)

@@ -1,0 +1,59 @@
+"""The engine's progress counters: planned from the metarange's counts, done as objects finish, exact when a
+batch returns, and handed to listeners at their own cadence."""
+
+from __future__ import annotations
+
+from lakefs_mirror_dagster.graveler.records import RangeRef
+from lakefs_mirror_dagster.replication.progress import Progress, ProgressReporter
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _ranges(*counts: int) -> list[RangeRef]:
+    return [RangeRef(f"r{i}", b"a", b"z", estimated_size=c * 1000, count=c) for i, c in enumerate(counts)]
+
+
+def test_counts_add_up_and_a_batch_settles_to_its_exact_figures() -> None:
+    clock = Clock()
+    progress = ProgressReporter("m", clock=clock)
+    progress.ref_started("branch main")
+    progress.batch_planned(_ranges(10, 30))
+    for _ in range(4):
+        progress.object_done(1000)
+    clock.now += 2
+    mid = progress.snapshot()
+    assert (mid.ranges_planned, mid.objects_planned, mid.bytes_planned) == (2, 40, 40_000)
+    assert (mid.objects_done, mid.bytes_done, mid.refs_in_flight) == (4, 4000, ("branch main",))
+    assert mid.eta_seconds == 18.0  # 36 objects left at 2 objects per second
+    # The batch returns: 40 objects handled (some unchanged, never seen one by one), 5,000 bytes copied.
+    progress.batch_done(ranges=2, objects=40, copied_bytes=5000)
+    progress.ref_finished("branch main")
+    done = progress.snapshot()
+    assert (done.ranges_done, done.objects_done, done.bytes_done) == (2, 40, 5000)
+    assert (done.refs_in_flight, done.refs_done, done.eta_seconds) == ((), 1, 0.0)
+    assert "ranges 2/2, objects 40/40" in done.line() and "1 ref(s) done" in done.line()
+
+
+def test_listeners_hear_at_their_cadence_and_always_when_a_ref_finishes() -> None:
+    clock = Clock()
+    progress = ProgressReporter("m", clock=clock)
+    heard: list[Progress] = []
+    progress.listen(heard.append, every_s=10)
+    progress.ref_started("branch a")
+    progress.batch_planned(_ranges(100))
+    assert len(heard) == 1  # the first report comes at once
+    for i in range(50):
+        clock.now += 0.1
+        progress.object_done(10)
+    assert len(heard) == 1, "no second report within 10 s"
+    clock.now += 10
+    progress.object_done(10)
+    assert len(heard) == 2 and heard[-1].objects_done == 51
+    progress.ref_finished("branch a")
+    assert len(heard) == 3 and heard[-1].refs_done == 1
