@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from .database import MirrorsDatabaseConfig
 from .errors import ConfigError, _FieldError, _Parts
@@ -17,6 +18,7 @@ from .sections import (
     FreshnessConfig,
     GarbageCollectionConfig,
     LakeFSCredentials,
+    LakeFSFrontConfig,
     LoggingConfig,
     MirrorsManagerConfig,
     SparkConfig,
@@ -54,6 +56,7 @@ class ReplicationConfig:
     blockstores: BlockstoresConfig | None = None
     auth: AuthConfig
     listen_address: str = field(default="0.0.0.0:8008", metadata=_meta(_listen_address))
+    lakefs_front: LakeFSFrontConfig = field(default_factory=LakeFSFrontConfig)
     list_mirrors_page_size: int = field(default=1000, metadata=_meta(_at_least(1)))
     list_repositories_page_size: int = field(default=1000, metadata=_meta(_at_least(1)))
     logging: LoggingConfig = field(default_factory=LoggingConfig)
@@ -86,6 +89,12 @@ class ReplicationConfig:
                 ("blockstore",),
                 "required field is missing: configure blockstore (one store, as in lakeFS) "
                 "or blockstores (several stores)",
+            )
+        if self.lakefs_front.enabled and urlsplit(self.regional_endpoint).path not in ("", "/"):
+            raise _FieldError(
+                ("lakefs_front", "enabled"),
+                f"needs regional_endpoint to be lakeFS's root URL, without a path (got {self.regional_endpoint!r}): "
+                "requests pass through with their own paths",
             )
         known = self.known_regions
         for section in ("region_credentials", "source_stores"):

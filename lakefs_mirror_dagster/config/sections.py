@@ -1,5 +1,5 @@
-"""The service's smaller sections: auth, the lakeFS credentials, logging, the sensors, the validator,
-object transfer, Spark and the replication of garbage-collection deletions."""
+"""The service's smaller sections: auth, the lakeFS credentials, the lakeFS front, logging, the sensors,
+freshness, the validator, object transfer, Spark and the replication of garbage-collection deletions."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ __all__ = [
     "FreshnessConfig",
     "GarbageCollectionConfig",
     "LakeFSCredentials",
+    "LakeFSFrontConfig",
     "LoggingConfig",
     "MirrorsManagerConfig",
     "SparkConfig",
@@ -156,6 +157,18 @@ class LakeFSCredentials:
     @property
     def is_set(self) -> bool:
         return bool(self.access_key_id)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LakeFSFrontConfig:
+    """``lakefs_front``: when enabled, ``serve`` also fronts this region's lakeFS (``regional_endpoint``):
+    every request but the service's own (``/service/replication/...``, ``/_health``) passes through to it, so
+    the lakeFS API, its S3 gateway and the replication API share one address, as the reference's curl
+    commands assume. ``timeout`` bounds each wait for lakeFS to accept or send the next bytes (connecting: at
+    most 10 s of it)."""
+
+    enabled: bool = False
+    timeout: timedelta = field(default=timedelta(minutes=5), metadata=_meta(_positive_duration))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,6 +13,7 @@ from .errors import (
     MirrorExists,
     MirrorNotFound,
     MirrorsDatabaseError,
+    MirrorsDatabaseUnavailable,
     NamespaceInUse,
     NamespaceOverlap,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "MirrorStore",
     "MirrorsDatabase",
     "MirrorsDatabaseError",
+    "MirrorsDatabaseUnavailable",
     "NamespaceInUse",
     "NamespaceOverlap",
     "Organization",

@@ -11,6 +11,7 @@ __all__ = [
     "MirrorExists",
     "MirrorNotFound",
     "MirrorsDatabaseError",
+    "MirrorsDatabaseUnavailable",
     "NamespaceInUse",
     "NamespaceOverlap",
 ]
@@ -18,6 +19,11 @@ __all__ = [
 
 class MirrorsDatabaseError(LakeFSMirrorError):
     """Base of every error raised by the mirrors database."""
+
+
+class MirrorsDatabaseUnavailable(MirrorsDatabaseError):
+    """The database itself failed (down, refused, wrong password, busy past the retries): nothing can go on
+    without it, unlike the errors below, which are about one mirror or one request."""
 
 
 class InvalidMirrorSpec(MirrorsDatabaseError, ValueError):

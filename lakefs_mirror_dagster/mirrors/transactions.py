@@ -17,7 +17,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, Operation
 
 from .common import StoreCommon
 from .engine import READ_ONLY
-from .errors import MirrorsDatabaseError
+from .errors import MirrorsDatabaseUnavailable
 
 __all__ = ["STATEMENT_CHUNK", "Transactions", "rowcount"]
 
@@ -61,10 +61,10 @@ class Transactions(StoreCommon):
                     raise
                 if not _transient(exc):
                     if isinstance(exc, OperationalError | InterfaceError):  # down, refused, wrong password, ...
-                        raise MirrorsDatabaseError(f"mirrors database {self.url} failed: {exc.orig}") from exc
+                        raise MirrorsDatabaseUnavailable(f"mirrors database {self.url} failed: {exc.orig}") from exc
                     raise
                 if attempt == _TRANSIENT_RETRIES - 1:
-                    raise MirrorsDatabaseError(
+                    raise MirrorsDatabaseUnavailable(
                         f"mirrors database {self.url} stayed busy after {_TRANSIENT_RETRIES} attempts: {exc.orig}"
                     ) from exc
                 time.sleep(delay)

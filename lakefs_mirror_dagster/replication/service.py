@@ -21,7 +21,7 @@ from ..mirrors import (
     MirrorNotFound,
     MirrorPage,
     MirrorsDatabase,
-    MirrorsDatabaseError,
+    MirrorsDatabaseUnavailable,
     MirrorState,
     open_mirrors_database,
 )
@@ -332,7 +332,7 @@ class ReplicationService:
                     continue
                 mirror = self.activate(mirror)
                 result = self.engine_for(mirror).sync(branches=wanted, gate=self.retries.gate(mirror))
-            except MirrorsDatabaseError:
+            except MirrorsDatabaseUnavailable:
                 raise  # the pass cannot go on without the database: the caller reports it once
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"

@@ -40,6 +40,7 @@ from ..replication import ReplicationError, ReplicationService, describe_storage
 from ..storage import InvalidStorageURI, StorageError
 from . import rbac
 from .auth import Authenticator, Identity, lakefs_verifier
+from .lakefs_front import LakeFSFront
 from .models import REPOSITORY_NAME, ErrorBody, MirrorBody, MirrorCreation, MirrorList, StorageList
 
 __all__ = ["API_PREFIX", "ApiError", "create_app", "mirror_json", "openapi_document", "write_openapi"]
@@ -351,16 +352,26 @@ def create_app(
 ) -> FastAPI:
     """The API for ``service``'s region; RBAC is off unless ``policies`` are given (see ``rbac.PolicySet``).
 
-    ``verify(key, secret) -> user id`` defaults to asking the source region's lakeFS (``whoami``).
+    ``verify(key, secret) -> user id`` defaults to asking the source region's lakeFS (``whoami``). With
+    ``lakefs_front.enabled`` the app also fronts that lakeFS: every other path passes through to it.
     """
-    cache = service.config.auth.cache
+    config = service.config
+    cache = config.auth.cache
     authenticator = Authenticator(
-        verify or lakefs_verifier(service.config.endpoint_for(service.config.region)),
+        verify or lakefs_verifier(config.endpoint_for(config.region)),
         cache_enabled=cache.enabled,
         cache_size=cache.size,
         ttl_s=cache.ttl.total_seconds(),
     )
-    return _build(_State(service, authenticator, rbac.PolicySet(policies, user_policies)))
+    app = _build(_State(service, authenticator, rbac.PolicySet(policies, user_policies)))
+    if config.lakefs_front.enabled:
+        app.add_middleware(
+            LakeFSFront,
+            endpoint=config.endpoint_for(config.region),
+            timeout_s=config.lakefs_front.timeout.total_seconds(),
+            own_paths=[getattr(route, "path", "") for route in app.routes],
+        )
+    return app
 
 
 def openapi_document() -> dict[str, Any]:

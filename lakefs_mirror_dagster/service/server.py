@@ -37,7 +37,7 @@ def _config(app: FastAPI, host: str, port: int, shutdown_timeout_s: float, log_l
         port=port,
         log_level=log_level,
         timeout_graceful_shutdown=max(1, int(shutdown_timeout_s)),
-        lifespan="off",
+        lifespan="on",  # the lakeFS front closes its connections on shutdown
         access_log=log_level == "debug",
     )
 

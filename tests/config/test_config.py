@@ -19,6 +19,7 @@ from lakefs_mirror_dagster.config import (
     AuthCacheConfig,
     CommitSensorConfig,
     ConfigError,
+    LakeFSFrontConfig,
     LoggingConfig,
     MirrorsManagerConfig,
     ReplicationConfig,
@@ -101,6 +102,7 @@ def test_documented_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     assert validator.cooldown_on_missing == timedelta(minutes=1)
     assert validator.cooldown_on_error == timedelta(minutes=1)
 
+    assert (config.lakefs_front.enabled, config.lakefs_front.timeout) == (False, timedelta(minutes=5))
     assert config.auth.api.endpoint == ""
     assert config.auth.cache.enabled is False
     # The reference leaves size/ttl blank; lakeFS's own auth cache defaults are 1024 entries and 20s.
@@ -714,6 +716,13 @@ def test_unknown_key_without_close_match_lists_valid_keys() -> None:
             "auth.cache.enabled",
             "true or",
         ),
+        ({"lakefs_front": {"enabled": "yes please"}}, "lakefs_front.enabled", "true or"),
+        ({"lakefs_front": {"timeout": "0s"}}, "lakefs_front.timeout", "positive"),
+        (
+            {"lakefs_front": {"enabled": True}, "regional_endpoint": "http://gw:80/lakefs"},
+            "lakefs_front.enabled",
+            "without a path",
+        ),
         ({"logging": {"format": "xml"}}, "logging.format", "text, json"),
         ({"transfer": {"mode": "mirror"}}, "transfer.mode", "copy, external"),
         ({"transfer": {"multipart_chunk_size": "4MiB"}}, "transfer.multipart_chunk_size", "5 MiB"),
@@ -1026,6 +1035,7 @@ def test_example_config_loads_and_shows_the_defaults(tmp_path: Path, monkeypatch
     assert config.blockstore is not None and config.blockstore.s3 == S3Settings()
     assert config.mirrors_database == parse_config(minimal()).mirrors_database
     assert config.listen_address == "0.0.0.0:8008"
+    assert config.lakefs_front == LakeFSFrontConfig()
     assert text.count("\n") > 50 and "# blockstores:" in text and "# source_stores:" in text
 
 

@@ -12,7 +12,12 @@ import boto3
 import pytest
 
 from lakefs_mirror_dagster.config.database import DynamoDBSettings, MirrorsDatabaseConfig
-from lakefs_mirror_dagster.mirrors import MirrorNotFound, MirrorsDatabaseError, open_mirrors_database
+from lakefs_mirror_dagster.mirrors import (
+    MirrorNotFound,
+    MirrorsDatabaseError,
+    MirrorsDatabaseUnavailable,
+    open_mirrors_database,
+)
 from lakefs_mirror_dagster.mirrors.dynamodb import DynamoMirrorStore
 
 
@@ -42,9 +47,9 @@ def test_the_table_is_created_on_start_ready_for_a_global_table(dynamodb_setting
     config = MirrorsDatabaseConfig(type="dynamodb", dynamodb=dynamodb_settings)
     with (
         open_mirrors_database(config, create_tables=False) as unopened,
-        pytest.raises(MirrorsDatabaseError, match=dynamodb_settings.table_name),
+        pytest.raises(MirrorsDatabaseUnavailable, match=dynamodb_settings.table_name),
     ):
-        unopened.get_mirror("any")  # not created when told not to
+        unopened.get_mirror("any")  # not created when told not to: the database is not there, as if down
     with open_mirrors_database(config) as store:
         mirror = store.create_mirror(**spec())
         assert dynamodb_settings.table_name in store.url

@@ -78,3 +78,43 @@ def test_a_rotten_object_blocks_only_its_branch(lakefs_env: Environment, isolate
     assert again.ok, again.to_json()
     assert dst.get_branch_head(mirror, "bad") == bad_head
     assert_mirror_equals_source(src, repo, dst, mirror)
+
+
+def test_a_mirror_record_error_stops_only_that_mirror(
+    lakefs_env: Environment, isolated_regions, unique_name, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mirror whose record another region changed under this one (a lost compare-and-set) is reported; the
+    other mirrors of the pass still sync. Only a database that is down ends a pass."""
+    from lakefs_mirror_dagster.mirrors import ConcurrentUpdate
+
+    config_path, service = isolated_regions
+    src_svc, dst_svc = service("region-a"), service("region-b")
+    src = src_svc.client("region-a")
+    region_a, region_b = lakefs_env.region("region-a"), lakefs_env.region("region-b")
+    mirrors = []
+    for _ in range(2):
+        repo = unique_name("src")
+        src.create_repository(repo, region_a.namespace_for(repo))
+        src.upload_object(repo, "main", "data/a.bin", content(repo, 100))
+        src.commit(repo, "main", "first")
+        mirrors.append(
+            src_svc.create_mirror(
+                source_repository=repo,
+                name=unique_name("m"),
+                region="region-b",
+                storage_namespace=region_b.namespace_for(unique_name("ns")),
+            )
+        )
+    contested, fine = mirrors
+    activate = dst_svc.activate
+
+    def racing(mirror):  # another region moved this mirror's record between our read and our write
+        if mirror.id == contested.id:
+            raise ConcurrentUpdate("mirror changed", mirror_id=mirror.id, expected=1, actual=2)
+        return activate(mirror)
+
+    monkeypatch.setattr(dst_svc, "activate", racing)
+    results = {r.mirror: r for r in dst_svc.sync()}
+    assert set(results) == {contested.name, fine.name}, "one mirror's record error ended the pass"
+    assert "ConcurrentUpdate" in (results[contested.name].error or ""), results[contested.name].to_json()
+    assert results[fine.name].ok, results[fine.name].to_json()

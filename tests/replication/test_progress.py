@@ -48,7 +48,7 @@ def test_listeners_hear_at_their_cadence_and_always_when_a_ref_finishes() -> Non
     progress.ref_started("branch a")
     progress.batch_planned(_ranges(100))
     assert len(heard) == 1  # the first report comes at once
-    for i in range(50):
+    for _ in range(50):
         clock.now += 0.1
         progress.object_done(10)
     assert len(heard) == 1, "no second report within 10 s"

@@ -27,10 +27,13 @@ class Answer:
     headers: dict[str, str]
 
 
-def curl(*args: str) -> Answer:
-    """Run curl as a user would, adding only flags that capture status and headers (bounded in time)."""
+def curl(*args: str, output: Path | None = None) -> Answer:
+    """Run curl as a user would, adding only flags that capture status and headers (bounded in time).
+
+    The body is parsed as JSON, or with ``output`` written there instead (any size; ``body`` is then None).
+    """
     with tempfile.TemporaryDirectory() as tmp:
-        head_file, body_file = Path(tmp, "headers"), Path(tmp, "body")
+        head_file, body_file = Path(tmp, "headers"), output or Path(tmp, "body")
         proc = subprocess.run(
             ["curl", *args, "-s", "--max-time", "60", "-D", str(head_file), "-o", str(body_file), "-w", "%{http_code}"],
             capture_output=True,
@@ -38,7 +41,7 @@ def curl(*args: str) -> Answer:
             timeout=90,
             check=True,
         )
-        body_text = body_file.read_text() if body_file.exists() else ""
+        body_text = body_file.read_text() if body_file.exists() and output is None else ""
         headers = {}
         for line in head_file.read_text().splitlines()[1:]:
             k, _, v = line.partition(":")

@@ -4,6 +4,8 @@ Every write that must be decided by the database is a conditional write or a tra
 fails the caller gets ``ConditionFailed`` or ``Cancelled`` (with which items failed and what they held) and
 decides what that means. Everything else DynamoDB or the network answers becomes ``MirrorsDatabaseError``.
 Transactions that lost only to another transaction (``TransactionConflict``) wrote nothing and are retried.
+A failure of the database itself (table missing, access refused, throttled or unreachable past the retries)
+is ``MirrorsDatabaseUnavailable``, as on SQL.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from ..common import StoreCommon
-from ..errors import MirrorsDatabaseError
+from ..errors import MirrorsDatabaseError, MirrorsDatabaseUnavailable
 from .items import KEY_ATTRIBUTES, Item
 
 if TYPE_CHECKING:
@@ -24,6 +26,10 @@ __all__ = ["Cancelled", "ConditionFailed", "DynamoTable"]
 _CONFLICT_RETRIES = 8
 _TABLE_ACTIVE_TIMEOUT_S = 120.0
 _BATCH_RETRIES = 10
+#: Answers about one request (an item too large, a bad expression), not about the database.
+_REQUEST_ERRORS = frozenset(
+    {"ValidationException", "ItemCollectionSizeLimitExceededException", "TransactionCanceledException"}
+)
 #: Items per TransactWriteItems and per BatchGetItem (DynamoDB's limits).
 TRANSACT_MAX = 100
 
@@ -45,8 +51,9 @@ class Cancelled(Exception):
         self.failed = failed
 
 
-class _DynamoError(MirrorsDatabaseError):
-    """A DynamoDB error answer; ``code`` is DynamoDB's error code."""
+class _DynamoError(MirrorsDatabaseUnavailable):
+    """DynamoDB failed as a database (table missing, access refused, throttled or unreachable past the retries);
+    ``code`` is DynamoDB's error code."""
 
     def __init__(self, message: str, code: str) -> None:
         super().__init__(message)
@@ -175,9 +182,11 @@ class DynamoTable(StoreCommon):
                     delay *= 2
                     continue
                 message = f"mirrors database {self.url} failed ({operation}): {code}: {error.get('Message', '')}"
+                if code in _REQUEST_ERRORS:
+                    raise MirrorsDatabaseError(message) from None
                 raise _DynamoError(message, code) from None
             except BotoCoreError as exc:  # no credentials, endpoint unreachable, timeouts after retries
-                raise MirrorsDatabaseError(f"mirrors database {self.url} failed ({operation}): {exc}") from None
+                raise _DynamoError(f"mirrors database {self.url} failed ({operation}): {exc}", "") from None
         raise AssertionError("unreachable")
 
     def _transact(self, actions: Sequence[Mapping[str, Any]]) -> None:
