@@ -72,8 +72,10 @@ def test_up_with_dynamodb_gives_the_regions_a_dynamodb_mirrors_database(
     assert not pid_alive(dynamodb["pid"])
 
 
-def test_up_refuses_two_mirrors_databases_before_starting_anything(tmp_path: Path) -> None:
+def test_up_refuses_two_mirrors_databases_before_starting_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     state = tmp_path / "env"
-    done = run_cli("devenv", "up", "--state-dir", str(state), "--postgres", "--dynamodb", cwd=tmp_path)
-    assert done.returncode == 2 and "not both" in done.stderr
+    assert main(["devenv", "up", "--state-dir", str(state), "--postgres", "--dynamodb"]) == 2
+    assert "not both" in capsys.readouterr().err
     assert not state.exists()
