@@ -165,6 +165,30 @@ def add_refs_commands(subparsers: Any) -> None:
     restore.set_defaults(func=_refs_restore)
 
 
+def _mirrors_reverse(args: argparse.Namespace) -> int:
+    from ..config import load_config
+    from ..logs import configure_logging
+    from ..replication import ReplicationService
+    from .reverse import reverse_mirror
+
+    config = load_config(args.config)
+    configure_logging(config.logging)
+    service = ReplicationService(config)
+    try:
+        result = reverse_mirror(
+            service,
+            args.name,
+            source_region=args.source_region,
+            source_repository=args.source_repository or args.name,
+            allow_diverged=args.allow_diverged,
+            manifest_dir=args.manifest_dir,
+        )
+    finally:
+        service.close()
+    print(json.dumps(result.to_json(), indent=2, default=str))
+    return 0
+
+
 def add_promote_command(mirrors_subparsers: Any) -> None:
     """Add ``mirrors promote NAME`` to the ``mirrors`` subparsers."""
     promote = mirrors_subparsers.add_parser(
@@ -173,3 +197,17 @@ def add_promote_command(mirrors_subparsers: Any) -> None:
     promote.add_argument("name", help="the mirror's name (its repository in this region)")
     promote.add_argument("--manifest-dir", type=Path, help="also write the mirror's refs manifest here")
     promote.set_defaults(func=_mirrors_promote)
+    reverse = mirrors_subparsers.add_parser(
+        "reverse",
+        help="failback: make a repository of this region a read-only mirror of the one promoted elsewhere",
+    )
+    reverse.add_argument("name", help="the repository of this region (the old source)")
+    reverse.add_argument("--source-region", required=True, help="the region of the promoted repository")
+    reverse.add_argument("--source-repository", help="the promoted repository (default: the same name)")
+    reverse.add_argument(
+        "--allow-diverged",
+        action="store_true",
+        help="also when branches here hold commits the new source lacks (they stay readable by ID)",
+    )
+    reverse.add_argument("--manifest-dir", type=Path, help="also write this repository's refs manifest here")
+    reverse.set_defaults(func=_mirrors_reverse)

@@ -87,7 +87,7 @@ def test_a_mirror_record_error_stops_only_that_mirror(
     other mirrors of the pass still sync. Only a database that is down ends a pass."""
     from lakefs_mirror_dagster.mirrors import ConcurrentUpdate
 
-    config_path, service = isolated_regions
+    _config_path, service = isolated_regions
     src_svc, dst_svc = service("region-a"), service("region-b")
     src = src_svc.client("region-a")
     region_a, region_b = lakefs_env.region("region-a"), lakefs_env.region("region-b")
