@@ -34,7 +34,7 @@ def _devenv() -> Any:
 def _devenv_up(args: argparse.Namespace) -> int:
     devenv = _devenv()
     regions = tuple(devenv.parse_region_spec(r) for r in args.region) if args.region else devenv.DEFAULT_REGIONS
-    env = devenv.environment_up(args.state_dir, regions, with_postgres=args.postgres)
+    env = devenv.environment_up(args.state_dir, regions, with_postgres=args.postgres, with_dynamodb=args.dynamodb)
     print(json.dumps(env.to_json(), indent=2) if args.json else _describe(env.to_json()))
     return 0
 
@@ -346,6 +346,9 @@ def _describe(env: dict[str, Any]) -> str:
         lines.append(f"  minio {name}: {m['endpoint']}")
     if env.get("postgres"):
         lines.append(f"  postgres pid {env['postgres']['pid']}")
+    if env.get("dynamodb"):
+        d = env["dynamodb"]
+        lines.append(f"  dynamodb local: {d['endpoint']}  table {d['table_name']}  (the regions' mirrors database)")
     lines.append(f"  description: {env['state_dir']}/environment.json")
     return "\n".join(lines)
 
@@ -483,6 +486,11 @@ def build_parser() -> argparse.ArgumentParser:
                 help="NAME[=local|=s3:MINIO] (repeatable; default region-a and region-b, local)",
             )
             p.add_argument("--postgres", action="store_true", help="also start PostgreSQL")
+            p.add_argument(
+                "--dynamodb",
+                action="store_true",
+                help="also start DynamoDB Local; the region configs use it as their mirrors database",
+            )
             p.add_argument("--json", action="store_true", help="print the description as JSON")
     return parser
 

@@ -1,4 +1,4 @@
-"""Session fixtures: real lakeFS regions, MinIO, PostgreSQL and Spark, started through ``devenv``.
+"""Session fixtures: real lakeFS regions, MinIO, PostgreSQL, DynamoDB Local and Spark, started through ``devenv``.
 
 The layout covers every store pair the suite needs: ``region-a`` on MinIO ``minio-a``, ``region-b`` on the
 local blockstore, ``region-c`` on a second MinIO server (``minio-c``) with other credentials. A missing Go
@@ -89,6 +89,34 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def postgres_url(postgres_server: Any) -> str:
     return str(postgres_server.url)
+
+
+@pytest.fixture(scope="session")
+def dynamodb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One in-memory DynamoDB Local (``-sharedDb``: one set of tables whatever region a client signs for)."""
+    from lakefs_mirror_devenv.dynamodb_local import DynamoDBLocal
+
+    server = DynamoDBLocal.start(tmp_path_factory.mktemp("dynamodb-local"), stop_at_exit=True)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def dynamodb_settings(dynamodb_server: Any) -> Any:
+    """``mirrors_database.dynamodb`` for a table no other test uses (the store creates it) on DynamoDB Local."""
+    from lakefs_mirror_devenv import DEVENV_TABLE
+    from lakefs_mirror_devenv.replication_config import dynamodb_local_settings
+
+    from lakefs_mirror_dagster.config.database import DynamoDBSettings
+    from lakefs_mirror_dagster.config.values import Secret
+
+    raw = dynamodb_local_settings({"endpoint": dynamodb_server.endpoint, "table_name": DEVENV_TABLE})
+    raw.update(
+        table_name=f"mirrors-{uuid.uuid4().hex[:16]}", aws_secret_access_key=Secret(raw["aws_secret_access_key"])
+    )
+    return DynamoDBSettings(**raw)
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""The local multi-region environment: lakeFS, MinIO and mc built from their Go modules, PostgreSQL.
+"""The local multi-region environment: lakeFS, MinIO and mc built from their Go modules, PostgreSQL, DynamoDB
+Local.
 
 Shared by the tests, the demo and users (``lakefs-mirror devenv up|status|down``).
 """
@@ -6,6 +7,7 @@ Shared by the tests, the demo and users (``lakefs-mirror devenv up|status|down``
 from .build import cache_dir, ensure_lakefs_binary, ensure_mc_binary, ensure_minio_binary
 from .environment import (
     DEFAULT_REGIONS,
+    DEVENV_TABLE,
     Environment,
     RegionSpec,
     default_state_dir,
@@ -23,6 +25,7 @@ from .versions import LAKEFS_VERSION, MC_VERSION, MINIO_VERSION
 
 __all__ = [
     "DEFAULT_REGIONS",
+    "DEVENV_TABLE",
     "LAKEFS_VERSION",
     "MC_VERSION",
     "MINIO_VERSION",

@@ -26,6 +26,7 @@ from .servers import LakeFSRegion, MinioInstance, start_lakefs, start_minio
 
 __all__ = [
     "DEFAULT_REGIONS",
+    "DEVENV_TABLE",
     "Environment",
     "RegionSpec",
     "default_state_dir",
@@ -38,6 +39,8 @@ __all__ = [
 ]
 
 STATE_FILE = "environment.json"
+#: The mirrors table in the environment's DynamoDB Local (created by the first replication service).
+DEVENV_TABLE = "lakefs-mirrors"
 # S3's bucket naming rule, which MinIO enforces too; a region on MinIO stores its data in a bucket of its name.
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _BUCKET_RULE = "3-63 lowercase letters, digits, dots and hyphens, beginning and ending with a letter or digit, no '..'"
@@ -83,6 +86,8 @@ class Environment:
     regions: dict[str, LakeFSRegion] = field(default_factory=dict)
     minio: dict[str, MinioInstance] = field(default_factory=dict)
     postgres: dict[str, Any] | None = None
+    #: DynamoDB Local, when started for the mirrors database: endpoint, pid and table name.
+    dynamodb: dict[str, Any] | None = None
 
     def region(self, name: str) -> LakeFSRegion:
         try:
@@ -96,6 +101,7 @@ class Environment:
             "regions": {k: v.to_json() for k, v in self.regions.items()},
             "minio": {k: vars(v) for k, v in self.minio.items()},
             "postgres": self.postgres,
+            "dynamodb": self.dynamodb,
         }
 
     def save(self) -> Path:
@@ -108,8 +114,9 @@ class Environment:
 
     def pids(self) -> list[int]:
         pids = [r.pid for r in self.regions.values()] + [m.pid for m in self.minio.values()]
-        if self.postgres and self.postgres.get("pid"):
-            pids.append(int(self.postgres["pid"]))
+        for server in (self.postgres, self.dynamodb):
+            if server and server.get("pid"):
+                pids.append(int(server["pid"]))
         return pids
 
 
@@ -129,6 +136,7 @@ def load_environment(state_dir: Path | None = None) -> Environment:
         regions={k: LakeFSRegion(**v) for k, v in raw["regions"].items()},
         minio={k: MinioInstance(**v) for k, v in raw["minio"].items()},
         postgres=raw.get("postgres"),
+        dynamodb=raw.get("dynamodb"),
     )
 
 
@@ -137,12 +145,16 @@ def environment_up(
     regions: tuple[RegionSpec, ...] = DEFAULT_REGIONS,
     *,
     with_postgres: bool = False,
+    with_dynamodb: bool = False,
     fresh: bool = True,
 ) -> Environment:
-    """Start MinIO servers, lakeFS regions (and optionally PostgreSQL); write the state file.
+    """Start MinIO servers, lakeFS regions (and optionally PostgreSQL or DynamoDB Local, which the regions'
+    replication configs then use as their mirrors database); write the state file.
 
     If anything fails half-way, what was already started is stopped again before the error propagates.
     """
+    if with_postgres and with_dynamodb:
+        raise DevenvError("choose one shared mirrors database: PostgreSQL or DynamoDB Local, not both")
     state_dir = (state_dir or default_state_dir()).resolve()
     if (state_dir / STATE_FILE).exists():
         existing = load_environment(state_dir)
@@ -173,6 +185,12 @@ def environment_up(
 
             server = PostgresServer.start(state_dir / "postgres")
             env.postgres = {"url": server.url, "pid": server.pid}
+            env.save()
+        if with_dynamodb:
+            from .dynamodb_local import DynamoDBLocal
+
+            dynamodb = DynamoDBLocal.start(state_dir / "dynamodb", state_dir=state_dir / "dynamodb" / "data")
+            env.dynamodb = {"endpoint": dynamodb.endpoint, "pid": dynamodb.pid, "table_name": DEVENV_TABLE}
             env.save()
     except BaseException:
         stop_environment(env)
@@ -205,6 +223,12 @@ def environment_status(state_dir: Path | None = None) -> dict[str, Any]:
         }
     if env.postgres:
         report["postgres"] = {"pid": env.postgres["pid"], "alive": pid_alive(int(env.postgres["pid"]))}
+    if env.dynamodb:
+        report["dynamodb"] = {
+            "endpoint": env.dynamodb["endpoint"],
+            "pid": env.dynamodb["pid"],
+            "alive": pid_alive(int(env.dynamodb["pid"])),
+        }
     return report
 
 

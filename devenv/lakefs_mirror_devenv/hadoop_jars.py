@@ -8,24 +8,17 @@ How: Maven resolves ``hadoop-aws`` from a small generated pom, with the AWS SDK 
 ~600 MB of every AWS service) and only the SDK modules S3A uses declared instead, and without the jars Spark
 already ships (netty, Apache HttpClient, SLF4J, commons-codec/-logging), so two versions of them never meet
 on one classpath. The set is ~12 MB. Like the server builds (``build.py``), it lands in ``cache_dir()``,
-keyed by version and by the pom's digest, under a file lock, copied to a staging directory that is renamed
-into place only when complete; Maven's local repository lives in the cache too, so nothing depends on (or
-changes) ``~/.m2``. Nothing is downloaded at test time: tests call this and find the cached directory.
+keyed by version and by the pom's digest (``maven.ensure_maven_set``). Nothing is downloaded at test time:
+tests call this and find the cached directory.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import os
 import re
-import shutil
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-from .build import _build_lock, cache_dir
+from .maven import DEPENDENCY_PLUGIN_VERSION, ensure_maven_set
 from .processes import DevenvError
 
 __all__ = [
@@ -41,9 +34,6 @@ HADOOP_AWS_VERSION = "3.5.0"
 #: The AWS SDK v2 version hadoop-aws 3.5.0 was built and tested with (``aws-java-sdk-v2.version`` in
 #: ``org.apache.hadoop:hadoop-project:3.5.0``).
 AWS_SDK_VERSION = "2.35.4"
-# Pinned so that the resolution does not depend on Maven's built-in default plugin version.
-_DEPENDENCY_PLUGIN_VERSION = "3.8.1"
-_MAVEN_TIMEOUT_S = 1200
 
 # Provided by the pyspark wheel already: excluded so that only Spark's copies are on the classpath.
 _PROVIDED_BY_SPARK = ("io.netty", "org.apache.httpcomponents", "org.slf4j", "commons-logging", "commons-codec")
@@ -88,7 +78,7 @@ def hadoop_aws_pom() -> str:
       <plugin>
         <groupId>org.apache.maven.plugins</groupId>
         <artifactId>maven-dependency-plugin</artifactId>
-        <version>{_DEPENDENCY_PLUGIN_VERSION}</version>
+        <version>{DEPENDENCY_PLUGIN_VERSION}</version>
         <configuration>
           <includeScope>runtime</includeScope>
           <excludeGroupIds>{",".join(_PROVIDED_BY_SPARK)}</excludeGroupIds>
@@ -126,67 +116,11 @@ def ensure_hadoop_aws_jars() -> list[Path]:
             f"pyspark bundles Hadoop {bundled} but hadoop_jars pins hadoop-aws {HADOOP_AWS_VERSION}: update "
             "HADOOP_AWS_VERSION and AWS_SDK_VERSION (hadoop-project's aws-java-sdk-v2.version) together"
         )
-    pom = hadoop_aws_pom()
-    digest = hashlib.sha256(pom.encode()).hexdigest()[:12]
-    target = cache_dir() / "jars" / f"hadoop-aws-{HADOOP_AWS_VERSION}-{digest}"
-    if target.is_dir():
-        return _jars_in(target)
-    with _build_lock("hadoop-aws-jars"):
-        if target.is_dir():
-            return _jars_in(target)
-        staging = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        try:
-            (staging / "pom.xml").write_text(pom)
-            _run_maven(staging)
-            jars = staging / "jars"
-            for required in (f"hadoop-aws-{HADOOP_AWS_VERSION}.jar", f"s3-{AWS_SDK_VERSION}.jar"):
-                if not (jars / required).is_file():
-                    raise DevenvError(f"Maven finished but {required} is not in {jars}")
-            (staging / "pom.xml").replace(jars / "pom.xml")  # kept beside the jars: what produced them
-            jars.replace(target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-        return _jars_in(target)
-
-
-def _jars_in(directory: Path) -> list[Path]:
-    jars = sorted(directory.glob("*.jar"))
-    if not jars:
-        raise DevenvError(f"{directory} holds no jars; remove it to fetch them again")
-    return jars
-
-
-def _run_maven(project: Path) -> None:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise DevenvError(
-            "Maven is not installed (no `mvn` on PATH); it fetches hadoop-aws for Spark's s3a:// from Maven "
-            "Central (Debian: apt-get install maven)"
-        )
-    repo = cache_dir() / "maven" / "repository"
-    argv = [
-        mvn,
-        "-q",
-        "-B",
-        "-Dstyle.color=never",
-        f"-Dmaven.repo.local={repo}",
-        "-f",
-        str(project / "pom.xml"),
-        "dependency:copy-dependencies",
-    ]
-    print(
-        f"[dev] fetching hadoop-aws {HADOOP_AWS_VERSION} and AWS SDK {AWS_SDK_VERSION} jars for Spark's s3a:// "
-        f"from Maven Central into {cache_dir() / 'jars'}",
-        file=sys.stderr,
+    directory = ensure_maven_set(
+        "hadoop-aws",
+        HADOOP_AWS_VERSION,
+        hadoop_aws_pom(),
+        required=(f"hadoop-aws-{HADOOP_AWS_VERSION}.jar", f"s3-{AWS_SDK_VERSION}.jar"),
+        what=f"hadoop-aws {HADOOP_AWS_VERSION} and AWS SDK {AWS_SDK_VERSION} jars for Spark's s3a://",
     )
-    start = time.monotonic()
-    try:
-        proc = subprocess.run(argv, cwd=project, capture_output=True, text=True, timeout=_MAVEN_TIMEOUT_S)
-    except subprocess.TimeoutExpired as exc:
-        raise DevenvError(f"Maven did not finish within {_MAVEN_TIMEOUT_S}s: {' '.join(argv)}") from exc
-    if proc.returncode != 0:
-        output = (proc.stdout + proc.stderr)[-4000:]
-        raise DevenvError(f"Maven failed (exit {proc.returncode}): {' '.join(argv)}\n{output}")
-    print(f"[dev] fetched the s3a jars in {time.monotonic() - start:.0f}s", file=sys.stderr)
+    return sorted(directory.glob("*.jar"))

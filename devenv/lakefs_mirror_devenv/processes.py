@@ -80,22 +80,23 @@ def pid_alive(pid: int) -> bool:
 
 
 def wait_http_ok(
-    url: str,
+    url: str | urllib.request.Request,
     *,
     timeout_s: float,
     process: subprocess.Popen[bytes] | None = None,
     log_path: Path | None = None,
 ) -> float:
-    """Poll ``url`` until it answers 2xx; returns the seconds waited.
+    """Poll ``url`` (or send a ``Request``, e.g. a POST) until it answers 2xx; returns the seconds waited.
 
     Fails fast when the process dies, quoting the end of its log, instead of waiting the whole timeout.
     """
+    shown = url.full_url if isinstance(url, urllib.request.Request) else url
     start = time.monotonic()
     deadline = start + timeout_s
     last_error = ""
     for _ in range(int(timeout_s / 0.1) + 1):
         if process is not None and process.poll() is not None:
-            raise DevenvError(f"process exited with code {process.returncode} before {url} answered{_tail(log_path)}")
+            raise DevenvError(f"process exited with code {process.returncode} before {shown} answered{_tail(log_path)}")
         try:
             with urllib.request.urlopen(url, timeout=2) as resp:
                 if 200 <= resp.status < 300:
@@ -105,7 +106,7 @@ def wait_http_ok(
         if time.monotonic() >= deadline:
             break
         time.sleep(0.1)
-    raise DevenvError(f"{url} did not answer within {timeout_s:.0f}s ({last_error}){_tail(log_path)}")
+    raise DevenvError(f"{shown} did not answer within {timeout_s:.0f}s ({last_error}){_tail(log_path)}")
 
 
 def stop_pid(pid: int, *, timeout_s: float = 15.0, sig: signal.Signals = signal.SIGTERM) -> None:

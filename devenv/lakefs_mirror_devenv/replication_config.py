@@ -2,7 +2,8 @@
 
 Every region gets ``replication-<region>.yaml`` in the state dir: its own lakeFS as ``regional_endpoint``,
 the others in ``dst_endpoints``, its blockstore exactly as its lakeFS has it, the admin credentials of each
-region, and one mirrors database shared by all regions (a SQLite file by default, PostgreSQL if running).
+region, and one mirrors database shared by all regions (a SQLite file by default, PostgreSQL or DynamoDB
+Local if the environment runs one).
 """
 
 from __future__ import annotations
@@ -14,7 +15,20 @@ import yaml
 
 from .environment import Environment
 
-__all__ = ["replication_config_dict", "write_replication_configs"]
+__all__ = ["dynamodb_local_settings", "replication_config_dict", "write_replication_configs"]
+
+
+def dynamodb_local_settings(dynamodb: dict[str, Any]) -> dict[str, Any]:
+    """``mirrors_database.dynamodb`` for the environment's DynamoDB Local (any keys and region work there)."""
+    from .dynamodb_local import ACCESS_KEY_ID, AWS_REGION, SECRET_ACCESS_KEY
+
+    return {
+        "table_name": dynamodb["table_name"],
+        "aws_region": AWS_REGION,
+        "endpoint": dynamodb["endpoint"],
+        "aws_access_key_id": ACCESS_KEY_ID,
+        "aws_secret_access_key": SECRET_ACCESS_KEY,
+    }
 
 
 def replication_config_dict(env: Environment, region: str, *, mirrors_url: str | None = None) -> dict[str, Any]:
@@ -23,11 +37,13 @@ def replication_config_dict(env: Environment, region: str, *, mirrors_url: str |
     others = {name: r for name, r in env.regions.items() if name != region}
     if mirrors_url is None and env.postgres:
         mirrors_url = str(env.postgres["url"])
-    database: dict[str, Any] = (
-        {"type": "postgres", "postgres": {"connection_string": mirrors_url}}
-        if mirrors_url and mirrors_url.startswith("postgresql")
-        else {"type": "sqlite", "sqlite": {"path": str(Path(env.state_dir) / "mirrors.db")}}
-    )
+    database: dict[str, Any]
+    if mirrors_url and mirrors_url.startswith("postgresql"):
+        database = {"type": "postgres", "postgres": {"connection_string": mirrors_url}}
+    elif mirrors_url is None and env.dynamodb:
+        database = {"type": "dynamodb", "dynamodb": dynamodb_local_settings(env.dynamodb)}
+    else:
+        database = {"type": "sqlite", "sqlite": {"path": str(Path(env.state_dir) / "mirrors.db")}}
     return {
         "region": region,
         "organization_id": "devenv",

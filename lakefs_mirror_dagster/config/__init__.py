@@ -19,7 +19,7 @@ transfer, spark, garbage collection), ``model`` (``ReplicationConfig``), ``binde
 (``dump_example_config()``). Import from this package, not from the modules.
 """
 
-from .database import MirrorsDatabaseConfig, PostgresSettings, SqliteSettings
+from .database import DynamoDBSettings, MirrorsDatabaseConfig, PostgresSettings, SqliteSettings
 from .env import CONFIG_PATH_ENV, ENV_PREFIX
 from .errors import ConfigError
 from .loader import dump_example_config, load_config, parse_config, parse_store
@@ -68,6 +68,7 @@ __all__ = [
     "ByteSize",
     "CommitSensorConfig",
     "ConfigError",
+    "DynamoDBSettings",
     "EncryptConfig",
     "FreshnessConfig",
     "GSSettings",

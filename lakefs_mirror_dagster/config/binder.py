@@ -35,8 +35,11 @@ _KEY_HINTS: dict[tuple[str, str], str] = {
         "ReplicationConfig",
         "database",
     ): "the lakeFS database is not used directly; did you mean 'mirrors_database'?",
-    ("MirrorsDatabaseConfig", "dynamodb"): "only sqlite and postgres mirrors databases are supported",
-    ("MirrorsDatabaseConfig", "cosmosdb"): "only sqlite and postgres mirrors databases are supported",
+    ("MirrorsDatabaseConfig", "cosmosdb"): "only sqlite, postgres and dynamodb mirrors databases are supported",
+    **{
+        ("DynamoDBSettings", key): _LAKEFS_ONLY
+        for key in ("scan_limit", "health_check_interval", "max_attempts", "max_connections")
+    },
     ("BlockstoreConfig", "signing"): _LAKEFS_ONLY,
     ("BlockstoreConfig", "default_namespace_prefix"): _LAKEFS_ONLY,
     ("StoreConfig", "default_namespace_prefix"): _LAKEFS_ONLY,
@@ -81,8 +84,7 @@ _VALUE_HINTS: dict[str, str] = {
     "minio": "MinIO speaks S3: use type s3 with s3.endpoint and s3.force_path_style: true",
     "mem": "lakeFS's in-memory test store cannot be shared with another process",
     "transient": "lakeFS's transient test store keeps no data",
-    "dynamodb": "use postgres (one database shared by all regions) or sqlite (one host)",
-    "cosmosdb": "use postgres (one database shared by all regions) or sqlite (one host)",
+    "cosmosdb": "use postgres or dynamodb (one database shared by all regions) or sqlite (one host)",
     "local": "use sqlite for a local mirrors database",
 }
 _LITERAL_ALIASES = {"WARNING": "WARN", "POSTGRESQL": "postgres"}

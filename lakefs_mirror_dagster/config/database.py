@@ -1,21 +1,30 @@
 """The mirrors database section, and the one place a PostgreSQL connection string becomes a SQLAlchemy URL.
 
 ``MirrorsDatabaseConfig.sqlalchemy_url`` is handed to ``MirrorStore`` as a ``URL`` object: the password is
-never rendered into a string and parsed again.
+never rendered into a string and parsed again. ``type: dynamodb`` names a DynamoDB table instead (the
+reference's usual shared database, a global table); ``mirrors.open_mirrors_database`` picks the store.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from .errors import _FieldError, _Parts
-from .values import Secret, _expand_path, _meta
+from .values import Secret, _expand_path, _meta, _optional_http_url
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
-__all__ = ["MirrorsDatabaseConfig", "PostgresSettings", "SqliteSettings", "postgres_url", "with_psycopg"]
+__all__ = [
+    "DynamoDBSettings",
+    "MirrorsDatabaseConfig",
+    "PostgresSettings",
+    "SqliteSettings",
+    "postgres_url",
+    "with_psycopg",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,25 +41,73 @@ class PostgresSettings:
     connection_string: Secret = field(default_factory=Secret)
 
 
+# DynamoDB's own rule for table names.
+_TABLE_NAME = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
+_AWS_REGION = re.compile(r"^[a-z]{2}(-[a-z0-9]+)+-\d+$")
+
+
+def _table_name(value: str) -> str:
+    if value and not _TABLE_NAME.match(value):
+        raise ValueError(f"invalid DynamoDB table name {value!r}: 3 to 255 of letters, digits, '_', '-' and '.'")
+    return value
+
+
+def _aws_region(value: str) -> str:
+    if value and not _AWS_REGION.match(value):
+        raise ValueError(f"invalid AWS region {value!r}: expected e.g. us-east-1")
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class DynamoDBSettings:
+    """A DynamoDB table shared by every region (the names of lakeFS's ``database.dynamodb``).
+
+    The table is created on start when missing. ``aws_region`` falls back to the AWS configuration chain
+    (``AWS_REGION``, ``~/.aws/config``); credentials are ``aws_access_key_id``/``aws_secret_access_key``,
+    else ``aws_profile``, else the AWS chain (environment, shared files, instance or pod role). ``endpoint``
+    points at another endpoint, such as DynamoDB Local.
+    """
+
+    table_name: str = field(default="", metadata=_meta(_table_name))
+    aws_region: str = field(default="", metadata=_meta(_aws_region))
+    endpoint: str = field(default="", metadata=_meta(_optional_http_url))
+    aws_profile: str = ""
+    aws_access_key_id: str = ""
+    aws_secret_access_key: Secret = field(default_factory=Secret)
+
+    def _validate(self, parts: _Parts) -> None:
+        if self.aws_access_key_id and not self.aws_secret_access_key:
+            raise _FieldError((*parts, "aws_secret_access_key"), "required when aws_access_key_id is set")
+        if self.aws_secret_access_key and not self.aws_access_key_id:
+            raise _FieldError((*parts, "aws_access_key_id"), "required when aws_secret_access_key is set")
+        if self.aws_profile and self.aws_access_key_id:
+            raise _FieldError((*parts, "aws_profile"), "set either aws_profile or aws_access_key_id, not both")
+
+
 @dataclass(frozen=True, kw_only=True)
 class MirrorsDatabaseConfig:
-    """Where mirror definitions and validation caches live (shared by all regions with PostgreSQL)."""
+    """Where mirror definitions and validation caches live (shared by all regions with PostgreSQL or DynamoDB)."""
 
-    type: Literal["sqlite", "postgres"] = "sqlite"
+    type: Literal["sqlite", "postgres", "dynamodb"] = "sqlite"
     sqlite: SqliteSettings = field(default_factory=SqliteSettings)
     postgres: PostgresSettings = field(default_factory=PostgresSettings)
+    dynamodb: DynamoDBSettings = field(default_factory=DynamoDBSettings)
 
     @property
     def sqlalchemy_url(self) -> URL:
         """The SQLAlchemy URL (psycopg 3 driver for PostgreSQL); its ``str()`` masks the password."""
         from sqlalchemy.engine import URL
 
+        if self.type == "dynamodb":
+            raise ValueError("a DynamoDB mirrors database has no SQLAlchemy URL")
         if self.type == "sqlite":
             path = self.sqlite.path
             return URL.create("sqlite+pysqlite", database=None if path == ":memory:" else path)
         return postgres_url(self.postgres.connection_string.reveal())
 
     def _validate(self, parts: _Parts) -> None:
+        if self.type == "dynamodb" and not self.dynamodb.table_name:
+            raise _FieldError((*parts, "dynamodb", "table_name"), "required when mirrors_database.type is dynamodb")
         if self.type == "postgres":
             where = (*parts, "postgres", "connection_string")
             if not self.postgres.connection_string:

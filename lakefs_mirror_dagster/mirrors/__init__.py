@@ -1,9 +1,11 @@
 """The mirrors database: mirror definitions and lifecycle, per-branch state, validated-ranges cache.
 
-All regions share it (PostgreSQL), or one machine keeps it in a SQLite file. ``MirrorStore`` is the only
-entry point; it returns plain dataclasses and raises the errors below.
+All regions share it (PostgreSQL or DynamoDB), or one machine keeps it in a SQLite file.
+``open_mirrors_database`` opens the one the config names: ``MirrorStore`` (SQL) or ``DynamoMirrorStore``,
+both ``MirrorsDatabase``; they return plain dataclasses and raise the errors below.
 """
 
+from .database import MirrorsDatabase, open_mirrors_database
 from .errors import (
     ConcurrentUpdate,
     InvalidMirrorSpec,
@@ -41,6 +43,7 @@ __all__ = [
     "MirrorPage",
     "MirrorState",
     "MirrorStore",
+    "MirrorsDatabase",
     "MirrorsDatabaseError",
     "MirrorsDatabaseUnavailable",
     "NamespaceInUse",
@@ -48,5 +51,6 @@ __all__ = [
     "Organization",
     "key_fingerprint",
     "new_mirror_id",
+    "open_mirrors_database",
     "validation_namespace",
 ]

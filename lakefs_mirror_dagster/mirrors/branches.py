@@ -9,9 +9,10 @@ from typing import Any
 from sqlalchemy import Connection, case, delete, select
 from sqlalchemy.exc import IntegrityError
 
-from .errors import InvalidMirrorSpec, MirrorNotFound
+from .errors import MirrorNotFound
+from .inputs import block_fields, branch_changes, utc_now
 from .models import MirrorBranch
-from .rows import select_mirror, utc_now
+from .rows import select_mirror
 from .schema import mirror_branches
 from .transactions import Transactions
 
@@ -39,32 +40,15 @@ class BranchRecords(Transactions):
         and the lag. Both may write at once: each row update is atomic and touches only its own fields.
         ``unblock`` also clears the retry schedule (``block_branch``): the branch synced.
         """
-        _check_branch(branch)
-        for field_name, value in (
-            ("source_commit_id", source_commit_id),
-            ("mirrored_commit_id", mirrored_commit_id),
-        ):
-            if value is not None and (not isinstance(value, str) or not 0 < len(value) <= 128):
-                raise InvalidMirrorSpec(f"{field_name} must be a non-empty string of at most 128 characters")
-        for field_name, when in (("source_commit_time", source_commit_time), ("promoted_at", promoted_at)):
-            if when is not None and (not isinstance(when, datetime) or when.tzinfo is None):
-                raise InvalidMirrorSpec(f"{field_name} must be a timezone-aware datetime, got {when!r}")
-        if lag_seconds is not None and (isinstance(lag_seconds, bool) or not isinstance(lag_seconds, int | float)):
-            raise InvalidMirrorSpec(f"lag_seconds must be a number, got {lag_seconds!r}")
-        changes: dict[str, Any] = {
-            k: v
-            for k, v in {
-                "source_commit_id": source_commit_id,
-                "source_commit_time": source_commit_time,
-                "mirrored_commit_id": mirrored_commit_id,
-                "promoted_at": promoted_at,
-                "lag_seconds": None if lag_seconds is None else float(lag_seconds),
-            }.items()
-            if v is not None
-        }
-        changes["updated_at"] = utc_now()
-        if unblock:
-            changes.update(blocked_commit_id=None, blocked_reason=None, retry_after=None, blocked_attempts=0)
+        changes = branch_changes(
+            branch,
+            source_commit_id=source_commit_id,
+            source_commit_time=source_commit_time,
+            mirrored_commit_id=mirrored_commit_id,
+            promoted_at=promoted_at,
+            lag_seconds=lag_seconds,
+            unblock=unblock,
+        )
         return self._upsert(mirror_id, branch, changes, changes)
 
     def block_branch(
@@ -73,14 +57,7 @@ class BranchRecords(Transactions):
         """Record that syncing ``branch`` to source commit ``commit_id`` was blocked, why, and the earliest
         time to try again. ``blocked_attempts`` counts the blocked tries of that same commit (1 for the
         first), in the database itself, so two writers never both count the same number."""
-        _check_branch(branch)
-        if not isinstance(commit_id, str) or not 0 < len(commit_id) <= 128:
-            raise InvalidMirrorSpec("commit_id must be a non-empty string of at most 128 characters")
-        if not isinstance(reason, str) or not 0 < len(reason) <= 16:
-            raise InvalidMirrorSpec(f"invalid block reason {reason!r}")
-        if not isinstance(retry_after, datetime) or retry_after.tzinfo is None:
-            raise InvalidMirrorSpec(f"retry_after must be a timezone-aware datetime, got {retry_after!r}")
-        fields = {"blocked_commit_id": commit_id, "blocked_reason": reason, "retry_after": retry_after}
+        fields = block_fields(branch, commit_id=commit_id, reason=reason, retry_after=retry_after)
         same = mirror_branches.c.blocked_commit_id == commit_id
         attempts = case((same, mirror_branches.c.blocked_attempts + 1), else_=1)
         now = utc_now()
@@ -164,8 +141,3 @@ def _select_branches(conn: Connection, mirror_id: str, branch: str | None = None
         )
         for r in conn.execute(stmt.order_by(mirror_branches.c.branch)).mappings()
     ]
-
-
-def _check_branch(branch: object) -> None:
-    if not isinstance(branch, str) or not 0 < len(branch) <= 255 or branch.strip() != branch:
-        raise InvalidMirrorSpec(f"invalid branch name {branch!r}")

@@ -16,13 +16,11 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, func, select
 
-from .errors import InvalidMirrorSpec
+from .inputs import check_gc_time, chunks, gc_addresses
 from .schema import gc_missing
-from .transactions import Transactions, chunks, rowcount
+from .transactions import STATEMENT_CHUNK, Transactions, rowcount
 
 __all__ = ["GcMarks"]
-
-_MAX_ADDRESS = 1024
 
 
 class GcMarks(Transactions):
@@ -31,9 +29,9 @@ class GcMarks(Transactions):
     def note_missing(self, mirror_id: str, addresses: Iterable[str], now: datetime) -> dict[str, datetime]:
         """Mark ``addresses`` missing at ``now`` (new marks start their grace period then; existing ones keep
         their first sighting and record this one); returns each address's first sighting."""
-        _check_time(now)
+        check_gc_time(now)
         firsts: dict[str, datetime] = {}
-        for chunk in chunks(_check_addresses(addresses)):
+        for chunk in chunks(gc_addresses(addresses), STATEMENT_CHUNK):
             rows = [
                 {"mirror_id": mirror_id, "address": a, "first_missing_at": now, "last_missing_at": now} for a in chunk
             ]
@@ -56,14 +54,14 @@ class GcMarks(Transactions):
     def missing_since(self, mirror_id: str, addresses: Iterable[str]) -> dict[str, datetime]:
         """The first sighting of each of ``addresses`` that is marked (a read: what a dry run uses)."""
         firsts: dict[str, datetime] = {}
-        for chunk in chunks(_check_addresses(addresses)):
+        for chunk in chunks(gc_addresses(addresses), STATEMENT_CHUNK):
             firsts.update(self._run(functools.partial(_firsts, mirror_id=mirror_id, addresses=chunk), write=False))
         return firsts
 
     def forget_missing(self, mirror_id: str, addresses: Iterable[str]) -> int:
         """Drop the marks of ``addresses`` (deleted at the mirror, or found at the source again); returns the count."""
         removed = 0
-        for chunk in chunks(_check_addresses(addresses)):
+        for chunk in chunks(gc_addresses(addresses), STATEMENT_CHUNK):
             stmt = delete(gc_missing).where(gc_missing.c.mirror_id == mirror_id, gc_missing.c.address.in_(chunk))
             removed += self._run(functools.partial(rowcount, stmt=stmt))
         return removed
@@ -71,7 +69,7 @@ class GcMarks(Transactions):
     def sweep_missing(self, mirror_id: str, not_seen_since: datetime) -> int:
         """Drop the marks a complete pass that started at ``not_seen_since`` did not see missing: the object is at
         the source again, or gone from the mirror. Returns the count."""
-        _check_time(not_seen_since)
+        check_gc_time(not_seen_since)
         stmt = delete(gc_missing).where(
             gc_missing.c.mirror_id == mirror_id, gc_missing.c.last_missing_at < not_seen_since
         )
@@ -88,19 +86,3 @@ def _firsts(conn: Connection, mirror_id: str, addresses: Sequence[str]) -> dict[
         gc_missing.c.mirror_id == mirror_id, gc_missing.c.address.in_(addresses)
     )
     return {str(a): when for a, when in conn.execute(stmt).all()}
-
-
-def _check_time(when: object) -> None:
-    if not isinstance(when, datetime) or when.tzinfo is None:
-        raise InvalidMirrorSpec(f"a garbage-collection time must be a timezone-aware datetime, got {when!r}")
-
-
-def _check_addresses(addresses: Iterable[str]) -> list[str]:
-    if isinstance(addresses, str | bytes):
-        raise InvalidMirrorSpec("addresses must be a collection of relative addresses, not a single string")
-    checked = []
-    for address in dict.fromkeys(addresses):
-        if not isinstance(address, str) or not 0 < len(address) <= _MAX_ADDRESS:
-            raise InvalidMirrorSpec(f"invalid relative address {address!r} (1 to {_MAX_ADDRESS} characters)")
-        checked.append(address)
-    return checked

@@ -14,9 +14,8 @@ from datetime import datetime
 
 from sqlalchemy import Connection, select
 
+from .inputs import check, utc_now
 from .models import PLAIN_ID
-from .records import _check
-from .rows import utc_now
 from .schema import organizations
 from .transactions import Transactions
 
@@ -53,7 +52,7 @@ class OrganizationRecords(Transactions):
         """Record ``organization_id`` with ``fingerprint`` unless it is recorded already; returns the row
         as it is now (the first claimant's). Safe when regions start at once: insert-if-absent and the
         read run in one transaction, so every caller sees the one row that won."""
-        _check(PLAIN_ID, "organization_id", organization_id)
+        check(PLAIN_ID, "organization_id", organization_id)
         row = {
             "organization_id": organization_id,
             "key_fingerprint": fingerprint,

@@ -6,45 +6,36 @@ WHERE generation = n`` for state changes), so two regions writing at once cannot
 
 from __future__ import annotations
 
-import dataclasses
-import re
-from collections.abc import Collection, Iterator
-from datetime import datetime
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from .errors import (
-    ConcurrentUpdate,
-    InvalidMirrorSpec,
-    InvalidStateTransition,
-    MirrorExists,
-    MirrorNotFound,
-    MirrorsDatabaseError,
-    NamespaceInUse,
+from .errors import MirrorNotFound, MirrorsDatabaseError
+from .inputs import (
+    DEFAULT_PAGE_SIZE,
+    MAX_PAGE_SIZE,
+    check_expected_generation,
+    check_page_size,
+    check_transition,
+    id_taken,
+    message_text,
+    mirror_row,
+    name_taken,
+    namespace_taken,
+    page_of,
+    state_values,
+    utc_now,
+    with_state,
 )
-from .models import (
-    ALLOWED_TRANSITIONS,
-    MIRROR_ID,
-    PLAIN_ID,
-    REPOSITORY_NAME,
-    STORAGE_NAMESPACE,
-    Mirror,
-    MirrorPage,
-    MirrorState,
-    new_mirror_id,
-)
-from .rows import first_mirror, select_mirror, to_mirror, utc_now
+from .models import Mirror, MirrorPage, MirrorState
+from .races import LostRace, conflict, settle
+from .rows import first_mirror, select_mirror, to_mirror
 from .schema import gc_missing, mirror_branches, mirrors, validated_ranges
-from .transactions import CAS_RETRIES, LostRace, Transactions, conflict
+from .transactions import Transactions
 
 __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "MirrorRecords"]
-
-DEFAULT_PAGE_SIZE = 1000  # the reference's list_mirrors_page_size default
-MAX_PAGE_SIZE = 10_000
-_MAX_TEXT = 4096
-_STORAGE_ID = re.compile(r"^[A-Za-z0-9._-]{0,128}$")
 
 
 class MirrorRecords(Transactions):
@@ -69,38 +60,18 @@ class MirrorRecords(Transactions):
         Raises ``MirrorExists`` when ``name`` is taken in ``destination_region`` (or ``mirror_id`` is
         taken) and ``NamespaceInUse`` when another mirror there writes to the same namespace.
         """
-        _check(PLAIN_ID, "organization_id", organization_id)
-        _check(PLAIN_ID, "source_region", source_region)
-        _check(PLAIN_ID, "destination_region", destination_region)
-        _check(REPOSITORY_NAME, "source_repository", source_repository, "a lakeFS repository name")
-        _check(REPOSITORY_NAME, "name", name, "a lakeFS repository name: ^[a-z0-9][a-z0-9-]{2,62}$")
-        _check(
-            STORAGE_NAMESPACE,
-            "storage_namespace",
-            storage_namespace,
-            "<scheme>://... (s3, gs, https, local...)",
+        row = mirror_row(
+            organization_id=organization_id,
+            source_region=source_region,
+            source_repository=source_repository,
+            name=name,
+            destination_region=destination_region,
+            storage_namespace=storage_namespace,
+            storage_id=storage_id,
+            mirror_id=mirror_id,
+            state=state,
+            message=message,
         )
-        if len(storage_namespace) > 1024:
-            raise InvalidMirrorSpec("storage_namespace is longer than 1024 characters")
-        _check(_STORAGE_ID, "storage_id", storage_id)
-        mirror_id = new_mirror_id() if mirror_id is None else mirror_id
-        _check(MIRROR_ID, "mirror_id", mirror_id)
-        now = utc_now()
-        row: dict[str, Any] = {
-            "id": mirror_id,
-            "organization_id": organization_id,
-            "source_region": source_region,
-            "source_repository": source_repository,
-            "name": name,
-            "destination_region": destination_region,
-            "storage_namespace": storage_namespace,
-            "storage_id": storage_id,
-            "state": MirrorState.parse(state).value,
-            "message": _message(message),
-            "created_at": now,
-            "updated_at": now,
-            "generation": 1,
-        }
 
         def op(conn: Connection) -> None:
             conn.execute(insert(mirrors).values(**row))
@@ -138,8 +109,8 @@ class MirrorRecords(Transactions):
         after: str | None = None,
     ) -> MirrorPage:
         """One page of mirrors ordered by id (creation order); ``after`` is the previous ``next_after``."""
-        if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_PAGE_SIZE:
-            raise InvalidMirrorSpec(f"page_size must be an integer from 1 to {MAX_PAGE_SIZE}, got {page_size!r}")
+        check_page_size(page_size)
+        wanted_states = state_values(states)
         stmt = select(mirrors).order_by(mirrors.c.id).limit(page_size + 1)
         if source_repository is not None:
             stmt = stmt.where(mirrors.c.source_repository == source_repository)
@@ -149,30 +120,15 @@ class MirrorRecords(Transactions):
             stmt = stmt.where(mirrors.c.organization_id == organization_id)
         if source_region is not None:
             stmt = stmt.where(mirrors.c.source_region == source_region)
-        if states is not None:
-            if isinstance(states, str):
-                raise InvalidMirrorSpec("states must be a collection of states, not a single string")
-            stmt = stmt.where(mirrors.c.state.in_([MirrorState.parse(s).value for s in states]))
+        if wanted_states is not None:
+            stmt = stmt.where(mirrors.c.state.in_(wanted_states))
         if after is not None:
             stmt = stmt.where(mirrors.c.id > after)
 
         def op(conn: Connection) -> list[Mirror]:
             return [to_mirror(r) for r in conn.execute(stmt).mappings()]
 
-        found = self._run(op, write=False)
-        if len(found) > page_size:
-            return MirrorPage(found[:page_size], found[page_size - 1].id)
-        return MirrorPage(found, None)
-
-    def iter_mirrors(self, *, page_size: int = DEFAULT_PAGE_SIZE, **filters: Any) -> Iterator[Mirror]:
-        """Every mirror matching ``list_mirrors`` filters, fetched page by page."""
-        after: str | None = None
-        while True:
-            page = self.list_mirrors(page_size=page_size, after=after, **filters)
-            yield from page.mirrors
-            if page.next_after is None:
-                return
-            after = page.next_after
+        return page_of(self._run(op, write=False), page_size)
 
     def set_state(
         self,
@@ -189,22 +145,14 @@ class MirrorRecords(Transactions):
         Raises ``InvalidStateTransition`` for a state that cannot follow the current one.
         """
         new_state = MirrorState.parse(state)
-        text_message = _message(message)
-        if expected_generation is not None and (
-            isinstance(expected_generation, bool) or not isinstance(expected_generation, int)
-        ):
-            raise InvalidMirrorSpec(f"expected_generation must be an int or None, got {expected_generation!r}")
+        text_message = message_text(message)
+        check_expected_generation(expected_generation)
 
         def op(conn: Connection) -> Mirror:
             current = select_mirror(conn, mirror_id)
             if current is None:
                 raise MirrorNotFound(f"no mirror with id {mirror_id!r}", mirror_id=mirror_id)
-            if expected_generation is not None and current.generation != expected_generation:
-                raise conflict(mirror_id, expected_generation, current.generation)
-            if new_state != current.state and new_state not in ALLOWED_TRANSITIONS[current.state]:
-                raise InvalidStateTransition(
-                    f"mirror {mirror_id!r} is {current.state.value}; it cannot become {new_state.value}"
-                )
+            check_transition(current, new_state, expected_generation)
             now = utc_now()
             result = conn.execute(
                 update(mirrors)
@@ -217,22 +165,10 @@ class MirrorRecords(Transactions):
                 )
             )
             if result.rowcount != 1:
-                if expected_generation is None:
-                    raise LostRace
-                raise conflict(mirror_id, expected_generation, None)
-            return _replace(current, state=new_state, message=text_message, updated_at=now)
+                raise LostRace
+            return with_state(current, state=new_state, message=text_message, updated_at=now)
 
-        for _ in range(CAS_RETRIES):
-            try:
-                return self._run(op)
-            except LostRace:
-                continue
-        raise ConcurrentUpdate(
-            f"mirror {mirror_id!r} kept changing under us ({CAS_RETRIES} attempts)",
-            mirror_id=mirror_id,
-            expected=None,
-            actual=None,
-        )
+        return settle(lambda: self._run(op), mirror_id, expected_generation)
 
     def delete_mirror(self, mirror_id: str, *, expected_generation: int | None = None) -> bool:
         """Remove the mirror record, its branches, its garbage-collection marks and its validated-ranges cache.
@@ -257,18 +193,7 @@ class MirrorRecords(Transactions):
                 raise LostRace
             return True
 
-        for _ in range(CAS_RETRIES):
-            try:
-                return self._run(op)
-            except LostRace:
-                if expected_generation is not None:
-                    raise conflict(mirror_id, expected_generation, None) from None
-        raise ConcurrentUpdate(
-            f"mirror {mirror_id!r} kept changing under us ({CAS_RETRIES} attempts)",
-            mirror_id=mirror_id,
-            expected=None,
-            actual=None,
-        )
+        return settle(lambda: self._run(op), mirror_id, expected_generation)
 
     def _create_conflict(self, exc: IntegrityError, row: dict[str, Any]) -> MirrorsDatabaseError:
         """Turn a unique violation into the error that names what is already there.
@@ -282,26 +207,16 @@ class MirrorRecords(Transactions):
         if same_name is not None and which != "id":
             which = "name"
         if which == "name":
-            other = same_name
-            detail = f" (id {other.id}, state {other.state.value}, source {other.source_repository})" if other else ""
-            return MirrorExists(
-                f"a mirror named {row['name']!r} already exists in region {region!r}{detail}",
-                existing_id=other.id if other else None,
-            )
+            return name_taken(row, same_name)
         if which == "namespace":
             other = self._find(
                 mirrors.c.destination_region == region,
                 mirrors.c.storage_id == row["storage_id"],
                 mirrors.c.storage_namespace == row["storage_namespace"],
             )
-            detail = f" by mirror {other.name!r} (id {other.id}, state {other.state.value})" if other else ""
-            store = f" of storage {row['storage_id']!r}" if row["storage_id"] else ""
-            return NamespaceInUse(
-                f"storage namespace {row['storage_namespace']!r}{store} in region {region!r} is already used{detail}",
-                existing_id=other.id if other else None,
-            )
+            return namespace_taken(row, other)
         if which == "id":
-            return MirrorExists(f"a mirror with id {row['id']!r} already exists", existing_id=row["id"])
+            return id_taken(row)
         return MirrorsDatabaseError(f"could not create mirror {row['name']!r}: {exc.orig}")
 
     def _find(self, *conditions: Any) -> Mirror | None:
@@ -329,21 +244,3 @@ def _violated(exc: IntegrityError) -> str | None:
         if columns == {"mirrors.id"}:
             return "id"
     return None
-
-
-def _replace(mirror: Mirror, *, state: MirrorState, message: str, updated_at: datetime) -> Mirror:
-    return dataclasses.replace(
-        mirror, state=state, message=message, updated_at=updated_at, generation=mirror.generation + 1
-    )
-
-
-def _check(pattern: re.Pattern[str], field: str, value: object, expected: str = "") -> None:
-    if not isinstance(value, str) or not pattern.match(value):
-        hint = f" (expected {expected})" if expected else f" (must match {pattern.pattern})"
-        raise InvalidMirrorSpec(f"invalid {field} {value!r}{hint}")
-
-
-def _message(message: object) -> str:
-    if not isinstance(message, str):
-        raise InvalidMirrorSpec(f"message must be a string, got {type(message).__name__}")
-    return message if len(message) <= _MAX_TEXT else message[: _MAX_TEXT - 3] + "..."

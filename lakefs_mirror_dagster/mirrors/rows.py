@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, select
@@ -10,12 +9,7 @@ from sqlalchemy import Connection, select
 from .models import Mirror, MirrorState
 from .schema import mirrors
 
-__all__ = ["first_mirror", "select_mirror", "to_mirror", "utc_now"]
-
-
-def utc_now() -> datetime:
-    """The timestamp written to ``created_at``/``updated_at`` columns."""
-    return datetime.now(UTC)
+__all__ = ["first_mirror", "select_mirror", "to_mirror"]
 
 
 def to_mirror(row: Any) -> Mirror:

@@ -6,14 +6,15 @@ constraints, ``UPDATE ... WHERE generation = n``), never by a read in Python fol
 so two regions writing at once cannot corrupt it or lose an update.
 
 The store is put together from one part per table (``records``, ``branches``, ``validated``,
-``organizations``, ``gc_marks``) over the shared transaction runner (``transactions``); the engine is made in ``engine``
-and the tables are created or upgraded by ``migrations``.
+``organizations``, ``gc_marks``) over the shared transaction runner (``transactions``); the engine is made in
+``engine`` and the tables are created or upgraded by ``migrations``. What it checks before writing is shared
+with the DynamoDB store (``inputs``); ``open_mirrors_database`` (``database``) picks one of the two from the
+config.
 """
 
 from __future__ import annotations
 
 import functools
-from types import TracebackType
 
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
@@ -66,17 +67,6 @@ class MirrorStore(MirrorRecords, BranchRecords, ValidatedRangesCache, Organizati
     def close(self) -> None:
         """Release pooled connections (call before forking, and when done)."""
         self._engine.dispose()
-
-    def __enter__(self) -> MirrorStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"MirrorStore({self.url!r})"

@@ -1,14 +1,13 @@
 """One short transaction per store operation, and what happens when two writers race.
 
 Transactions the database rolled back (busy, serialization failure, deadlock) are retried, since
-nothing was committed; a compare-and-set that lost to another writer becomes ``ConcurrentUpdate`` for a
-caller that named a generation, or a fresh attempt (``LostRace``) for one that did not.
+nothing was committed; a compare-and-set that lost to another writer is settled by ``races``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine
@@ -16,25 +15,20 @@ from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 
+from .common import StoreCommon
 from .engine import READ_ONLY
-from .errors import ConcurrentUpdate, MirrorsDatabaseUnavailable
+from .errors import MirrorsDatabaseUnavailable
 
-__all__ = ["CAS_RETRIES", "STATEMENT_CHUNK", "LostRace", "Transactions", "chunks", "conflict", "rowcount"]
+__all__ = ["STATEMENT_CHUNK", "Transactions", "rowcount"]
 
 T = TypeVar("T")
 
 _TRANSIENT_RETRIES = 5
 #: Values per ``IN (...)`` or multi-row ``INSERT``: far below SQLite's bound-parameter limit.
 STATEMENT_CHUNK = 500
-#: Attempts of a compare-and-set without an expected generation before giving up.
-CAS_RETRIES = 20
 
 
-class LostRace(Exception):
-    """Internal: an unconditional CAS lost to a concurrent writer and should re-read and retry."""
-
-
-class Transactions:
+class Transactions(StoreCommon):
     """The engine and the transaction runner that every part of ``MirrorStore`` builds on."""
 
     _engine: Engine
@@ -87,23 +81,6 @@ def _transient(exc: DBAPIError) -> bool:
         return True
     message = str(exc.orig).lower()
     return "database is locked" in message or "database is busy" in message
-
-
-def conflict(mirror_id: str, expected: int, actual: int | None) -> ConcurrentUpdate:
-    """The error for a mirror that is no longer at the generation the caller expected."""
-    now = f"it is now at generation {actual}" if actual is not None else "another writer changed it first"
-    return ConcurrentUpdate(
-        f"mirror {mirror_id!r} is no longer at generation {expected}: {now}",
-        mirror_id=mirror_id,
-        expected=expected,
-        actual=actual,
-    )
-
-
-def chunks(items: Sequence[T]) -> Iterator[list[T]]:
-    """``items`` in slices of ``STATEMENT_CHUNK``, one statement each."""
-    for start in range(0, len(items), STATEMENT_CHUNK):
-        yield list(items[start : start + STATEMENT_CHUNK])
 
 
 def rowcount(conn: Connection, stmt: Any) -> int:

@@ -12,10 +12,9 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, func, select
 
-from .errors import InvalidMirrorSpec
-from .rows import utc_now
+from .inputs import check_namespace, check_range_ids, chunks, fingerprint_ids, utc_now
 from .schema import validated_ranges
-from .transactions import Transactions, chunks, rowcount
+from .transactions import STATEMENT_CHUNK, Transactions, rowcount
 
 __all__ = ["ValidatedRangesCache"]
 
@@ -30,17 +29,11 @@ class ValidatedRangesCache(Transactions):
         Idempotent and safe to run from several processes at once (upsert, ids written in sorted order so
         concurrent batches take row locks in the same order and cannot deadlock).
         """
-        _check_namespace(namespace)
-        if not isinstance(fingerprints, Mapping):
-            raise InvalidMirrorSpec("fingerprints must map range IDs to the fingerprints of their files")
-        ids = _check_range_ids(fingerprints)
-        for rid in ids:
-            fingerprint = fingerprints[rid]
-            if not isinstance(fingerprint, str) or len(fingerprint) > 512:
-                raise InvalidMirrorSpec(f"invalid fingerprint {fingerprint!r} of range {rid}")
+        check_namespace(namespace)
+        ids = fingerprint_ids(fingerprints)
         changed = 0
         table = validated_ranges
-        for chunk in chunks(ids):
+        for chunk in chunks(ids, STATEMENT_CHUNK):
             now = utc_now()
             rows = [
                 {"namespace": namespace, "range_id": r, "validated_at": now, "fingerprint": fingerprints[r]}
@@ -62,11 +55,11 @@ class ValidatedRangesCache(Transactions):
 
     def validated_ranges(self, namespace: str, range_ids: Iterable[str]) -> dict[str, str]:
         """The ranges of ``range_ids`` already validated at ``namespace``, each with its file's fingerprint."""
-        _check_namespace(namespace)
-        ids = _check_range_ids(range_ids)
+        check_namespace(namespace)
+        ids = check_range_ids(range_ids)
         found: dict[str, str] = {}
         table = validated_ranges
-        for chunk in chunks(ids):
+        for chunk in chunks(ids, STATEMENT_CHUNK):
             stmt = select(table.c.range_id, table.c.fingerprint).where(
                 table.c.namespace == namespace, table.c.range_id.in_(chunk)
             )
@@ -75,38 +68,22 @@ class ValidatedRangesCache(Transactions):
 
     def forget_validated(self, namespace: str, range_ids: Iterable[str] | None = None) -> int:
         """Drop ranges from the cache (all of ``namespace`` when ``range_ids`` is None); returns the count."""
-        _check_namespace(namespace)
+        check_namespace(namespace)
         where = validated_ranges.c.namespace == namespace
         if range_ids is None:
             return self._run(functools.partial(rowcount, stmt=delete(validated_ranges).where(where)))
         removed = 0
-        for chunk in chunks(_check_range_ids(range_ids)):
+        for chunk in chunks(check_range_ids(range_ids), STATEMENT_CHUNK):
             stmt = delete(validated_ranges).where(where, validated_ranges.c.range_id.in_(chunk))
             removed += self._run(functools.partial(rowcount, stmt=stmt))
         return removed
 
     def validated_count(self, namespace: str) -> int:
         """How many ranges are cached as validated at ``namespace`` (for status reports)."""
-        _check_namespace(namespace)
+        check_namespace(namespace)
         stmt = select(func.count()).select_from(validated_ranges).where(validated_ranges.c.namespace == namespace)
         return self._run(lambda c: int(c.execute(stmt).scalar_one()), write=False)
 
 
 def _pairs(conn: Connection, stmt: Any) -> dict[str, str]:
     return {str(key): str(value) for key, value in conn.execute(stmt).all()}
-
-
-def _check_namespace(namespace: object) -> None:
-    if not isinstance(namespace, str) or not 0 < len(namespace) <= 1400:
-        raise InvalidMirrorSpec(f"invalid validated-ranges namespace {namespace!r} (1 to 1400 characters)")
-
-
-def _check_range_ids(range_ids: Iterable[str]) -> list[str]:
-    if isinstance(range_ids, str | bytes):
-        raise InvalidMirrorSpec("range_ids must be a collection of range IDs, not a single string")
-    ids = set()
-    for rid in range_ids:
-        if not isinstance(rid, str) or not 0 < len(rid) <= 128 or not rid.isprintable() or " " in rid:
-            raise InvalidMirrorSpec(f"invalid range id {rid!r}")
-        ids.add(rid)
-    return sorted(ids)

@@ -24,7 +24,7 @@ from dagster._core.definitions.definitions_load_context import DefinitionsLoadCo
 
 from ..config import ConfigError, ReplicationConfig
 from ..logs import log_fields
-from ..mirrors import MirrorState, MirrorStore
+from ..mirrors import MirrorState, open_mirrors_database
 from ..replication.storages import missing_stores
 from .reload import request_reload
 from .resources import ReplicationResource, resolve_config_path
@@ -42,7 +42,7 @@ def discover_mirrors(config: ReplicationConfig) -> list[str]:
 
     A mirror whose store the config no longer has gets no asset (the manager sensor marks it failed).
     """
-    with MirrorStore(config.mirrors_database.sqlalchemy_url, create_tables=False) as store:
+    with open_mirrors_database(config.mirrors_database, create_tables=False) as store:
         active = list(
             store.iter_mirrors(
                 destination_region=config.region,

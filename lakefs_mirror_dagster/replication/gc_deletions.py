@@ -49,7 +49,7 @@ MAX_LISTED = 1000
 
 
 class MissingMarks(Protocol):
-    """When each object of a mirror was first seen missing at its source (``MirrorStore`` implements it)."""
+    """When each object of a mirror was first seen missing at its source (every ``MirrorsDatabase`` implements it)."""
 
     def note_missing(self, mirror_id: str, addresses: Iterable[str], now: datetime) -> Mapping[str, datetime]: ...
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 
 from ..config import ConfigError, ReplicationConfig
-from ..mirrors import MirrorStore, key_fingerprint
+from ..mirrors import MirrorsDatabase, key_fingerprint
 
 __all__ = ["join_organization"]
 
 log = logging.getLogger(__name__)
 
 
-def join_organization(config: ReplicationConfig, store: MirrorStore) -> None:
+def join_organization(config: ReplicationConfig, store: MirrorsDatabase) -> None:
     """Record this region's organisation (first region) or check its key against the recorded one;
     ``ConfigError`` on ``auth.encrypt.secret_key`` when it differs (neither key nor fingerprint is shown)."""
     org = config.organization_id

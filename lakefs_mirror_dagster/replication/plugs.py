@@ -25,7 +25,7 @@ __all__ = [
 
 class ValidatedCache(Protocol):
     """Range and metarange files already validated at a destination, each with the fingerprint its file had
-    then (``MirrorStore`` implements it)."""
+    then (every ``MirrorsDatabase`` implements it)."""
 
     def validated_ranges(self, namespace: str, range_ids: Iterable[str]) -> Mapping[str, str]: ...
 

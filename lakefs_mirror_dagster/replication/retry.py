@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..config import ValidatorConfig
-from ..mirrors import Mirror, MirrorBranch, MirrorStore
+from ..mirrors import Mirror, MirrorBranch, MirrorsDatabase
 from .plugs import RefGate
 from .results import BlockReason, RefAction, RefKind, RefResult
 
@@ -63,7 +63,7 @@ def pending_block(record: MirrorBranch | None, source_commit: str | None) -> Bra
 class RetrySchedule:
     """Blocks and unblocks branches in the mirrors database, and answers which may be tried now."""
 
-    def __init__(self, mirrors: MirrorStore, validator: ValidatorConfig) -> None:
+    def __init__(self, mirrors: MirrorsDatabase, validator: ValidatorConfig) -> None:
         self.mirrors = mirrors
         self.cooldowns: Mapping[BlockReason, dt.timedelta] = {
             BlockReason.MISSING: validator.cooldown_on_missing,

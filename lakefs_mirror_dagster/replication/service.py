@@ -20,9 +20,10 @@ from ..mirrors import (
     Mirror,
     MirrorNotFound,
     MirrorPage,
+    MirrorsDatabase,
     MirrorsDatabaseUnavailable,
     MirrorState,
-    MirrorStore,
+    open_mirrors_database,
 )
 from ..storage import Blockstore, StoreSpec
 from .engine import EngineSettings, MirrorEngine, RangeTransferer, RangeValidator, ReplicationError
@@ -59,12 +60,11 @@ def store_spec(config: ReplicationConfig, store: StoreConfig) -> StoreSpec:
 class ReplicationService:
     """Builds and caches clients and stores; creates, lists and syncs the mirrors this region serves."""
 
-    def __init__(self, config: ReplicationConfig, *, mirrors: MirrorStore | None = None) -> None:
+    def __init__(self, config: ReplicationConfig, *, mirrors: MirrorsDatabase | None = None) -> None:
         self.config = config
         opened = mirrors is None
         if mirrors is None:
-            mirrors = MirrorStore(config.mirrors_database.sqlalchemy_url)
-            mirrors.create_tables()
+            mirrors = open_mirrors_database(config.mirrors_database)
         try:
             join_organization(config, mirrors)  # a region with another secret key never starts
         except BaseException:
@@ -247,11 +247,11 @@ class ReplicationService:
         return mirror
 
     def list_mirrors(self, **filters: Any) -> MirrorPage:
-        """``MirrorStore.list_mirrors`` within this organisation."""
+        """``MirrorsDatabase.list_mirrors`` within this organisation."""
         return self.mirrors.list_mirrors(organization_id=self.config.organization_id, **filters)
 
     def iter_mirrors(self, **filters: Any) -> Iterator[Mirror]:
-        """``MirrorStore.iter_mirrors`` within this organisation."""
+        """``MirrorsDatabase.iter_mirrors`` within this organisation."""
         return self.mirrors.iter_mirrors(organization_id=self.config.organization_id, **filters)
 
     def my_mirrors(self, *, name: str | None = None) -> Iterator[Mirror]:

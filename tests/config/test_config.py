@@ -200,13 +200,44 @@ def test_reference_two_region_example_with_postgres(tmp_path: Path) -> None:
     assert config.mirrors_database.type == "postgres"
 
 
-def test_reference_dynamodb_mirrors_database_is_refused_clearly(tmp_path: Path) -> None:
-    path = write_yaml(tmp_path / "c.yaml", REFERENCE_SOURCE_REGION)
-    with pytest.raises(ConfigError) as info:
-        load_config(path, env={})
-    assert info.value.path == "mirrors_database.dynamodb"
-    assert "sqlite and postgres" in str(info.value)
-    assert str(path) in str(info.value)
+REFERENCE_DESTINATION_REGION = """
+region: "us-west-2"
+organization_id: "my-org"
+regional_endpoint: "http://lakefs-dest.mirroring.svc.cluster.local:80"
+dst_endpoints:
+  us-east-1: "http://lakefs-source-internal.example.com:80"
+mirrors_database:
+  type: dynamodb
+  dynamodb:
+    table_name: my-replication-table
+    aws_region: us-west-2
+blockstore:
+  type: s3
+  s3:
+    region: us-west-2
+auth:
+  encrypt:
+    secret_key: "<shared-secret>"
+logging:
+  level: INFO
+lakefs:
+  access_key_id: AKIAREPLICATOR
+  secret_access_key: replicator-secret
+"""
+
+
+def test_reference_dynamodb_mirrors_database_loads(tmp_path: Path) -> None:
+    """Both regions of the reference's two-region example: one DynamoDB table, each region signing for its own
+    AWS region (its replica of the global table)."""
+    source = load_config(write_yaml(tmp_path / "east.yaml", REFERENCE_SOURCE_REGION), env={})
+    destination = load_config(write_yaml(tmp_path / "west.yaml", REFERENCE_DESTINATION_REGION), env={})
+    for config, aws_region in ((source, "us-east-1"), (destination, "us-west-2")):
+        database = config.mirrors_database
+        assert database.type == "dynamodb"
+        assert database.dynamodb.table_name == "my-replication-table"
+        assert database.dynamodb.aws_region == aws_region
+        assert database.dynamodb.endpoint == ""  # AWS's own endpoint
+    assert destination.endpoint_for("us-east-1") == "http://lakefs-source-internal.example.com:80"
 
 
 def test_helm_values_file_gets_a_hint(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import pytest
 from sqlalchemy.engine import URL, make_url
 
-import lakefs_mirror_dagster.replication.service as service_module
+import lakefs_mirror_dagster.mirrors.store as store_module
 from lakefs_mirror_dagster.config import parse_config
 from lakefs_mirror_dagster.config.database import with_psycopg
 from lakefs_mirror_dagster.mirrors import Organization
@@ -36,7 +36,7 @@ class FakeMirrorStore:
 
 
 def test_the_service_hands_the_mirror_store_a_url_object(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(service_module, "MirrorStore", FakeMirrorStore)
+    monkeypatch.setattr(store_module, "MirrorStore", FakeMirrorStore)
     FakeMirrorStore.opened.clear()
     config = parse_config(
         {

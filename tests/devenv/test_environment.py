@@ -48,3 +48,34 @@ def test_region_name_that_cannot_be_a_bucket_is_refused_before_anything_starts(t
     [line] = done.stderr.splitlines()
     assert line.startswith("lakefs-mirror: region 'a' on s3:m1") and "3-63 lowercase letters" in line
     assert not state.exists()  # no MinIO was started (it would have written its data there)
+
+
+def test_up_with_dynamodb_gives_the_regions_a_dynamodb_mirrors_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lakefs_mirror_dagster.config import load_config
+    from lakefs_mirror_dagster.mirrors import open_mirrors_database
+
+    state = tmp_path / "env"
+    assert main(["devenv", "up", "--state-dir", str(state), "--region", "solo", "--dynamodb", "--json"]) == 0
+    dynamodb = json.loads(capsys.readouterr().out)["dynamodb"]
+    try:
+        assert dynamodb["endpoint"].startswith("http://127.0.0.1:") and pid_alive(dynamodb["pid"])
+        config = load_config(state / "replication-solo.yaml", env={})
+        assert config.mirrors_database.type == "dynamodb"
+        assert config.mirrors_database.dynamodb.endpoint == dynamodb["endpoint"]
+        with open_mirrors_database(config.mirrors_database) as store:  # the table is created on first use
+            assert store.organization_ids() == []
+            assert dynamodb["table_name"] in store.url
+    finally:
+        assert main(["devenv", "down", "--state-dir", str(state)]) == 0
+    assert not pid_alive(dynamodb["pid"])
+
+
+def test_up_refuses_two_mirrors_databases_before_starting_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = tmp_path / "env"
+    assert main(["devenv", "up", "--state-dir", str(state), "--postgres", "--dynamodb"]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert not state.exists()

@@ -1,6 +1,7 @@
-"""Fixtures for the mirrors database tests: a real PostgreSQL server and a fresh database per test.
+"""Fixtures for the mirrors database tests: a real PostgreSQL server and the session's DynamoDB Local
+(``tests/conftest.py``), with a fresh database (or table) per test.
 
-A missing PostgreSQL or a failed start makes the tests error with the server's reason; nothing skips.
+A missing PostgreSQL or Java, or a failed start, makes the tests error with the server's reason; nothing skips.
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ from pathlib import Path
 import pytest
 from lakefs_mirror_devenv.postgres import PostgresServer
 
-from lakefs_mirror_dagster.mirrors import MirrorStore
+from lakefs_mirror_dagster.config.database import (
+    MirrorsDatabaseConfig,
+    PostgresSettings,
+    SqliteSettings,
+)
+from lakefs_mirror_dagster.config.values import Secret
+from lakefs_mirror_dagster.mirrors import MirrorsDatabase, open_mirrors_database
 
 
 @pytest.fixture(scope="session")
@@ -38,13 +45,24 @@ def pg_url(pg_server: PostgresServer) -> Iterator[str]:
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The same tests against a SQLite file and against the real PostgreSQL."""
+    """The SQL store's own tests against a SQLite file and against the real PostgreSQL."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'mirrors.db'}"
     return str(request.getfixturevalue("pg_url"))
 
 
+@pytest.fixture(params=["sqlite", "postgresql", "dynamodb"])
+def db_config(request: pytest.FixtureRequest, tmp_path: Path) -> MirrorsDatabaseConfig:
+    """The same contract tests against a SQLite file, the real PostgreSQL and DynamoDB Local."""
+    if request.param == "sqlite":
+        return MirrorsDatabaseConfig(type="sqlite", sqlite=SqliteSettings(path=str(tmp_path / "mirrors.db")))
+    if request.param == "postgresql":
+        url = str(request.getfixturevalue("pg_url"))
+        return MirrorsDatabaseConfig(type="postgres", postgres=PostgresSettings(connection_string=Secret(url)))
+    return MirrorsDatabaseConfig(type="dynamodb", dynamodb=request.getfixturevalue("dynamodb_settings"))
+
+
 @pytest.fixture
-def store(db_url: str) -> Iterator[MirrorStore]:
-    with MirrorStore(db_url) as opened:
+def store(db_config: MirrorsDatabaseConfig) -> Iterator[MirrorsDatabase]:
+    with open_mirrors_database(db_config) as opened:
         yield opened

@@ -1,5 +1,5 @@
-"""The garbage-collection marks on SQLite and PostgreSQL: a first sighting is kept across passes, a complete
-pass sweeps what it no longer saw missing, and the marks go with their mirror."""
+"""The garbage-collection marks on SQLite, PostgreSQL and DynamoDB: a first sighting is kept across passes, a
+complete pass sweeps what it no longer saw missing, and the marks go with their mirror."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from lakefs_mirror_dagster.mirrors import InvalidMirrorSpec, MirrorStore
+from lakefs_mirror_dagster.mirrors import InvalidMirrorSpec, MirrorsDatabase
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def _mirror_id(store: MirrorStore) -> str:
+def _mirror_id(store: MirrorsDatabase) -> str:
     return store.create_mirror(
         organization_id="org",
         source_region="east",
@@ -23,7 +23,7 @@ def _mirror_id(store: MirrorStore) -> str:
     ).id
 
 
-def test_first_sighting_is_kept_and_a_complete_pass_sweeps_the_rest(store: MirrorStore) -> None:
+def test_first_sighting_is_kept_and_a_complete_pass_sweeps_the_rest(store: MirrorsDatabase) -> None:
     mid = _mirror_id(store)
     assert store.note_missing(mid, ["data/a", "data/b"], T0) == {"data/a": T0, "data/b": T0}
     later = T0 + timedelta(hours=1)
@@ -36,7 +36,7 @@ def test_first_sighting_is_kept_and_a_complete_pass_sweeps_the_rest(store: Mirro
     assert store.missing_count(mid) == 0
 
 
-def test_bad_input_is_refused_and_changes_nothing(store: MirrorStore) -> None:
+def test_bad_input_is_refused_and_changes_nothing(store: MirrorsDatabase) -> None:
     mid = _mirror_id(store)
     with pytest.raises(InvalidMirrorSpec, match="timezone-aware"):
         store.note_missing(mid, ["data/a"], datetime(2026, 1, 1))

@@ -1,9 +1,10 @@
 """Two regions writing the mirrors database at once never corrupt it.
 
 Two separate processes (spawned interpreters, like two regions' services) open the same fresh database
-at the same moment and then race, phase by phase, on: creating the same mirror names, claiming the same
-storage namespaces, compare-and-set state changes, free-running state updates, the validated-ranges
-cache, and branch records. Afterwards the parent checks every outcome against what must be true.
+(SQLite, PostgreSQL or DynamoDB) at the same moment and then race, phase by phase, on: creating the same
+mirror names, claiming the same storage namespaces, compare-and-set state changes, free-running state
+updates, the validated-ranges cache, and branch records. Afterwards the parent checks every outcome
+against what must be true.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import traceback
 from datetime import UTC, datetime
 from typing import Any
 
+from lakefs_mirror_dagster.config.database import MirrorsDatabaseConfig
 from lakefs_mirror_dagster.mirrors import (
     ConcurrentUpdate,
     MirrorExists,
     MirrorState,
-    MirrorStore,
     NamespaceInUse,
+    open_mirrors_database,
 )
 
 NAMES = 40
@@ -50,12 +52,12 @@ def worker_range_ids(worker: int) -> list[str]:
     return [f"{i:064x}" for i in range(start, start + RANGE_SPAN)]
 
 
-def _worker(url: str, worker: int, barrier: Any, results: Any) -> None:
+def _worker(config: MirrorsDatabaseConfig, worker: int, barrier: Any, results: Any) -> None:
     """One region's process. Reports what it observed; never decides pass/fail itself."""
     out: dict[str, Any] = {"worker": worker, "error": None}
     try:
         barrier.wait(BARRIER_TIMEOUT_S)
-        store = MirrorStore(url)  # both processes create the tables at the same moment
+        store = open_mirrors_database(config)  # both processes create the tables at the same moment
 
         # Phase 1: the same 40 names, and 40 namespaces claimed under different names.
         barrier.wait(BARRIER_TIMEOUT_S)
@@ -129,11 +131,11 @@ def _worker(url: str, worker: int, barrier: Any, results: Any) -> None:
     results.put(out)
 
 
-def run_two_regions(url: str) -> list[dict[str, Any]]:
+def run_two_regions(config: MirrorsDatabaseConfig) -> list[dict[str, Any]]:
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(2)
     results = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(url, w, barrier, results), daemon=True) for w in range(2)]
+    procs = [ctx.Process(target=_worker, args=(config, w, barrier, results), daemon=True) for w in range(2)]
     for p in procs:
         p.start()
     reports: list[dict[str, Any]] = []
@@ -153,9 +155,9 @@ def run_two_regions(url: str) -> list[dict[str, Any]]:
     return sorted(reports, key=lambda r: r["worker"])
 
 
-def test_two_processes_never_corrupt_the_database(db_url: str) -> None:
-    reports = run_two_regions(db_url)
-    store = MirrorStore(db_url)
+def test_two_processes_never_corrupt_the_database(db_config: MirrorsDatabaseConfig) -> None:
+    reports = run_two_regions(db_config)
+    store = open_mirrors_database(db_config, create_tables=False)
     try:
         mirrors = list(store.iter_mirrors(page_size=17))
 
