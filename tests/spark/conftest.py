@@ -1,4 +1,5 @@
-"""Fixtures for the Spark transfer tests: the replication fixtures, plus region configs with extra fields."""
+"""Fixtures for the Spark tests: the replication fixtures, region configs with extra fields, and a Spark
+standalone cluster (``spark_cluster``: a master and two one-core workers, for the whole session)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from lakefs_mirror_dagster.replication import ReplicationService
 from lakefs_mirror_dagster.spark.wiring import SparkTransferService
 from tests.replication.conftest import config_path, service_for
 
-__all__ = ["config_path", "service_for", "spark_service"]
+from .cluster import StandaloneCluster, start_standalone_cluster
+
+__all__ = ["config_path", "service_for", "spark_cluster", "spark_service"]
 
 # Spark's Python workers must import this package: run them with the test interpreter (before Spark starts).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -45,3 +48,13 @@ def spark_service(
     yield make
     for service in built:
         service.close()
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    """A Spark standalone master and two workers (1 core each) on 127.0.0.1, stopped at the end of the session."""
+    cluster = start_standalone_cluster(tmp_path_factory.mktemp("spark-cluster"), workers=2)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
