@@ -24,8 +24,9 @@ def test_demo_mirror_converges_and_cleans_up(
     assert "SUCCESS" in out and "DIFFERENT" not in out
     for ref in ("branch main", "branch dev", "branch experiment", "tag    v1.0", "tag    v1.1"):
         assert ref in out, ref
-    # Only the demo's own lines: no telemetry banner, no Spark WARN lines or progress bar, no Dagster log lines.
-    assert err == ""
+    # Only the demo's own lines: no telemetry banner, no Spark WARN lines or progress bar, no Dagster log lines
+    # (on stderr at most the lines of a lakeFS build, on a machine where it was not built yet).
+    assert [line for line in err.splitlines() if not line.startswith("[devenv] ")] == []
     assert all(line.startswith(("[demo]", "  ")) for line in out.splitlines()), out
     assert "Telemetry" not in out and "WARN" not in out
     assert (tmp_path / "demo" / "demo.log").stat().st_size > 0  # where they went instead
