@@ -92,7 +92,12 @@ def ensure_lakefs_binary() -> Path:
         tmp = target.with_name(f".lakefs.{os.getpid()}.tmp")
         tmp.parent.mkdir(parents=True, exist_ok=True)
         ldflags = f"-X {LAKEFS_MODULE}/pkg/version.Version={LAKEFS_VERSION}"
-        _run_go(["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(tmp), "."], cwd=work, what="lakeFS")
+        _run_go(
+            ["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(tmp), "."],
+            cwd=work,
+            what=f"lakeFS {LAKEFS_VERSION}",
+            expect="~4 min on 2 cores",
+        )
         tmp.replace(target)
         return target
 
@@ -160,7 +165,10 @@ def _build_lock(name: str) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _run_go(argv: list[str], *, cwd: Path, what: str, extra_env: dict[str, str] | None = None) -> None:
+def _run_go(
+    argv: list[str], *, cwd: Path, what: str, expect: str = "a few minutes", extra_env: dict[str, str] | None = None
+) -> None:
+    """Run one Go build, saying on stderr what it builds, how long it may take (``expect``) and how long it took."""
     env = dict(os.environ)
     env.update(
         {
@@ -173,11 +181,14 @@ def _run_go(argv: list[str], *, cwd: Path, what: str, extra_env: dict[str, str] 
     if extra_env:
         env.update(extra_env)
     print(
-        f"[devenv] building {what} ({' '.join(argv)}) in {cwd}; the first build takes several minutes",
+        f"[devenv] building {what} from its Go module into {cache_dir()} (first run only, {expect})…",
         file=sys.stderr,
+        flush=True,
     )
     start = time.monotonic()
     proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=_BUILD_TIMEOUT_S)
     if proc.returncode != 0:
-        raise DevenvError(f"building {what} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-    print(f"[devenv] built {what} in {time.monotonic() - start:.0f}s", file=sys.stderr)
+        raise DevenvError(
+            f"building {what} failed (`{' '.join(argv)}` in {cwd}, exit {proc.returncode}):\n{proc.stderr[-4000:]}"
+        )
+    print(f"[devenv] {what} ready ({time.monotonic() - start:.1f}s)", file=sys.stderr, flush=True)

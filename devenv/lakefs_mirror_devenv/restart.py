@@ -18,8 +18,6 @@ import urllib.parse
 from dataclasses import replace
 from pathlib import Path
 
-import psycopg
-
 from .build import ensure_lakefs_binary, ensure_minio_binary
 from .environment import Environment
 from .processes import DevenvError, free_port, pid_alive, start_process, stop_pid, wait_http_ok
@@ -175,6 +173,8 @@ def _start_postgres(env: Environment) -> subprocess.Popen[bytes]:
 
 def _wait_postgres(url: str, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
     """Bounded wait until a TCP login with the application URL succeeds (crash recovery included)."""
+    import psycopg  # lazily: `scripts/dev` imports this package with the system Python, before the venv exists
+
     parsed = urllib.parse.urlsplit(url.replace("postgresql+psycopg://", "postgresql://", 1))
     deadline = time.monotonic() + timeout_s
     last = ""

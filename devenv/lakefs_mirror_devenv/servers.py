@@ -14,8 +14,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .build import ensure_lakefs_binary, ensure_minio_binary
 from .processes import DevenvError, free_port, start_process, stop_pid, wait_http_ok
 
@@ -230,6 +228,8 @@ def start_lakefs_on(
         "email_subscription": {"enabled": False},
         "security": {"check_latest_version": False, "audit_check_url": _NOWHERE + "audit"},
     }
+    import yaml  # lazily: `scripts/dev` imports this package with the system Python, before the venv exists
+
     config_path = base_dir / "lakefs.yaml"
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     config_path.chmod(0o600)

@@ -1,7 +1,8 @@
 """``lakefs-mirror demo``: two local lakeFS regions, a sample repository, a mirror converging, the proof.
 
 Everything runs on this machine: lakeFS and its storage on the local blockstore, the mirrors database in a
-SQLite file. The servers are stopped at the end unless ``--keep`` is given.
+SQLite file. The servers are stopped at the end unless ``--keep`` is given. The console shows the demo's own
+lines only: Dagster's and Spark's output goes to ``demo.log`` in the state dir (``quiet.stderr_to``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..config import load_config
 from ..errors import LakeFSMirrorError
 from ..lakefs import LakeFSClient
 from ..replication import ReplicationService
+from .quiet import stderr_to
 
 __all__ = ["run_demo"]
 
@@ -114,7 +116,8 @@ def _converge_with_dagster(state_dir: Path, config_path: Path) -> str:
     logging.getLogger("dagster").setLevel(logging.WARNING)
     home = state_dir / "dagster_home"
     home.mkdir(exist_ok=True)
-    (home / "dagster.yaml").touch()
+    # Telemetry off: nothing is sent, and a machine that never ran Dagster gets no banner among the demo's lines.
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     os.environ["LAKEFS_MIRROR_CONFIG"] = str(config_path)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         result = run_until_converged(
@@ -126,11 +129,14 @@ def _converge_with_dagster(state_dir: Path, config_path: Path) -> str:
 
 
 def _validate_on_spark(config_path: Path) -> None:
-    """The demo's commits are tiny, below ``spark.validation_threshold_ranges``: show Spark validating anyway."""
+    """The demo's commits are tiny, below ``spark.validation_threshold_ranges``: show Spark validating anyway
+    (without its console progress bar: the demo prints its own lines)."""
     import yaml
 
     raw = yaml.safe_load(config_path.read_text())
-    raw.setdefault("spark", {})["validation_threshold_ranges"] = 0
+    spark = raw.setdefault("spark", {})
+    spark["validation_threshold_ranges"] = 0
+    spark.setdefault("conf", {})["spark.ui.showConsoleProgress"] = "false"
     config_path.write_text(yaml.safe_dump(raw, sort_keys=False))
 
 
@@ -157,44 +163,50 @@ def run_demo(state_dir: Path | None = None, *, keep: bool = False) -> int:
     started = time.monotonic()
     env: Environment = environment_up(state_dir, DEFAULT_REGIONS)
     try:
-        for r in env.regions.values():
-            _say(f"[demo]   {r.name}: {r.endpoint} (storage {r.namespace_root}, up in {r.startup_seconds:.1f}s)")
-        _validate_on_spark(Path(env.state_dir) / f"replication-{MIRROR_REGION}.yaml")
-        source_svc = ReplicationService(load_config(Path(env.state_dir) / f"replication-{SOURCE}.yaml", env={}))
-        mirror_svc = ReplicationService(load_config(Path(env.state_dir) / f"replication-{MIRROR_REGION}.yaml", env={}))
-        src, dst = source_svc.client(SOURCE), mirror_svc.client(MIRROR_REGION)
-        src.create_repository(REPO, env.region(SOURCE).namespace_for(REPO))
-        _populate(src)
-        _say(f"[demo] created repository {REPO} in {SOURCE}: branches main, dev, experiment; tags v1.0, v1.1")
-        mirror = _create_mirror_through_api(source_svc, env)
-        _say(
-            f"[demo] created mirror {mirror['name']} (id {mirror['id']}) in {MIRROR_REGION} through the REST API; "
-            "replicating"
-        )
-        t0 = time.monotonic()
-        converged = _converge_with_dagster(
-            Path(env.state_dir), Path(env.state_dir) / f"replication-{MIRROR_REGION}.yaml"
-        )
-        _say(f"[demo] mirror converged in {time.monotonic() - t0:.1f}s through Dagster: {converged}")
-        history = _history(Path(env.state_dir))
-        if history:
-            _say(history)
-        table, ok = _summary(src, dst)
-        _say(table)
-        read_only = dst.get_repository(MIRROR).read_only
-        _say(f"[demo] mirror repository is read-only: {read_only}")
-        _say(
-            f"[demo] {'SUCCESS' if ok and read_only else 'FAILURE'}: mirror matches the source commit for commit "
-            f"({time.monotonic() - started:.1f}s in all)"
-        )
-        source_svc.close()
-        mirror_svc.close()
-        if keep:
-            _say(
-                f"[demo] servers left running; description: {env.state_dir}/environment.json; "
-                "stop them with `lakefs-mirror devenv down --state-dir " + env.state_dir + "`"
+        # Dagster's and Spark's own output goes to this file; the console shows the demo's lines only.
+        log_path = Path(env.state_dir) / "demo.log"
+        with stderr_to(log_path):
+            for r in env.regions.values():
+                _say(f"[demo]   {r.name}: {r.endpoint} (storage {r.namespace_root}, up in {r.startup_seconds:.1f}s)")
+            _say(f"[demo]   Dagster's and Spark's own output: {log_path}")
+            _validate_on_spark(Path(env.state_dir) / f"replication-{MIRROR_REGION}.yaml")
+            source_svc = ReplicationService(load_config(Path(env.state_dir) / f"replication-{SOURCE}.yaml", env={}))
+            mirror_svc = ReplicationService(
+                load_config(Path(env.state_dir) / f"replication-{MIRROR_REGION}.yaml", env={})
             )
-        return 0 if ok and read_only else 1
+            src, dst = source_svc.client(SOURCE), mirror_svc.client(MIRROR_REGION)
+            src.create_repository(REPO, env.region(SOURCE).namespace_for(REPO))
+            _populate(src)
+            _say(f"[demo] created repository {REPO} in {SOURCE}: branches main, dev, experiment; tags v1.0, v1.1")
+            mirror = _create_mirror_through_api(source_svc, env)
+            _say(
+                f"[demo] created mirror {mirror['name']} (id {mirror['id']}) in {MIRROR_REGION} through the REST API; "
+                "replicating"
+            )
+            t0 = time.monotonic()
+            converged = _converge_with_dagster(
+                Path(env.state_dir), Path(env.state_dir) / f"replication-{MIRROR_REGION}.yaml"
+            )
+            _say(f"[demo] mirror converged in {time.monotonic() - t0:.1f}s through Dagster: {converged}")
+            history = _history(Path(env.state_dir))
+            if history:
+                _say(history)
+            table, ok = _summary(src, dst)
+            _say(table)
+            read_only = dst.get_repository(MIRROR).read_only
+            _say(f"[demo] mirror repository is read-only: {read_only}")
+            _say(
+                f"[demo] {'SUCCESS' if ok and read_only else 'FAILURE'}: mirror matches the source commit for commit "
+                f"({time.monotonic() - started:.1f}s in all)"
+            )
+            source_svc.close()
+            mirror_svc.close()
+            if keep:
+                _say(
+                    f"[demo] servers left running; description: {env.state_dir}/environment.json; "
+                    "stop them with `lakefs-mirror devenv down --state-dir " + env.state_dir + "`"
+                )
+            return 0 if ok and read_only else 1
     finally:
         if not keep:
             stop_environment(env)
