@@ -2,21 +2,27 @@
 
 The engine's ``ProgressReporter`` hands snapshots to whichever sink is chosen here. On a terminal (and without
 ``--json``), one bar per mirror: objects done of planned, bytes copied, rate, time left. Anywhere else (a log
-file, a pipe, ``--json`` whose stdout a program reads), one plain line to stderr per ``every_s`` seconds, so a
-long backfill is never silent and a stuck one is told apart from a slow one.
+file, a pipe, ``--json`` whose stdout a program reads), one log record per ``every_s`` seconds on the logger
+``lakefs_mirror_dagster.progress``, in the configured ``logging`` format, so a long backfill is never silent and
+a stuck one is told apart from a slow one.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal, TextIO
 
+from .logs import log_fields
 from .replication.progress import Progress, ProgressListener
 
 __all__ = ["PLAIN_EVERY_S", "ProgressMode", "progress_sink"]
+
+#: Progress lines are log records of their own logger, so they follow ``logging`` (level, text or JSON lines).
+log = logging.getLogger("lakefs_mirror_dagster.progress")
 
 ProgressMode = Literal["auto", "bar", "lines", "off"]
 #: Seconds between plain progress lines.
@@ -39,7 +45,7 @@ def progress_sink(
         return
 
     def line(progress: Progress) -> None:
-        print(f"progress: {progress.line()}", file=stream, flush=True)
+        log.info("%s", progress.line(), extra=log_fields(mirror=progress.mirror))
 
     yield line, every_s
 

@@ -1,5 +1,5 @@
 """``lakefs-mirror sync`` is never silent: a live display on a terminal (run here under a pseudo-terminal), and
-plain progress lines on stderr otherwise, also with ``--json`` (whose stdout stays one JSON document per mirror).
+progress log records on stderr otherwise, also with ``--json`` (whose stdout stays one JSON document per mirror).
 
 The source is written with boto3 through region-a's S3 gateway; each mirror goes to region-c (MinIO).
 """
@@ -106,7 +106,8 @@ def test_sync_shows_a_live_display_on_a_terminal_and_progress_lines_elsewhere(
     assert done.returncode == 0, done.stderr
     [result] = [json.loads(line) for line in done.stdout.splitlines()]  # stdout: the JSON documents only
     assert result["mirror"] == in_a_pipe and result["ok"]
-    lines = [line for line in done.stderr.splitlines() if line.startswith("progress: ")]
+    # progress lines are log records (text format here): the logger's name, the line, the mirror as context
+    lines = [line for line in done.stderr.splitlines() if " INFO lakefs_mirror_dagster.progress: " in line]
     assert lines, done.stderr
     assert f"objects {OBJECTS}/{OBJECTS}" in lines[-1] and "1 ref(s) done" in lines[-1], lines[-1]
-    assert all(f"mirror {in_a_pipe}:" in line for line in lines)
+    assert all(f"mirror {in_a_pipe}:" in line and f"[mirror={in_a_pipe}]" in line for line in lines)
