@@ -7,10 +7,13 @@ No I/O: every function takes bytes (or an :class:`SSTable` parsed from bytes). S
 from .addresses import KNOWN_SCHEMES, AddressType, address_is_full
 from .errors import GravelerError, ProtoError, RangeIdMismatchError, RecordError, SSTableError, VarintError
 from .ident import IdentityWriter, commit_id, entry_identity, entry_identity_legacy, parents_identity
-from .range_id import compute_range_id, range_id_of_bytes, verify_range_file
+from .range_id import compute_range_id, range_id_of_bytes, verified_records, verify_range_file
 from .ranges import (
     FILE_TYPE_METARANGES,
     FILE_TYPE_RANGES,
+    EntryLocation,
+    changed_entries,
+    entry_location,
     file_type,
     iter_branches,
     iter_commits,
@@ -18,6 +21,7 @@ from .ranges import (
     iter_entry_locations,
     iter_range_refs,
     iter_tags,
+    object_records,
 )
 from .records import (
     BranchData,
@@ -45,6 +49,7 @@ __all__ = [
     "BranchData",
     "CommitData",
     "Entry",
+    "EntryLocation",
     "GravelerError",
     "IdentityWriter",
     "ProtoError",
@@ -56,6 +61,7 @@ __all__ = [
     "TagData",
     "VarintError",
     "address_is_full",
+    "changed_entries",
     "commit_id",
     "compute_range_id",
     "decode_branch_data",
@@ -71,6 +77,7 @@ __all__ = [
     "encode_varint",
     "entry_identity",
     "entry_identity_legacy",
+    "entry_location",
     "file_type",
     "format_sst",
     "iter_branches",
@@ -79,8 +86,10 @@ __all__ = [
     "iter_entry_locations",
     "iter_range_refs",
     "iter_tags",
+    "object_records",
     "parents_identity",
     "range_id_of_bytes",
     "split_value",
+    "verified_records",
     "verify_range_file",
 ]

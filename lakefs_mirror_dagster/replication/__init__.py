@@ -13,6 +13,7 @@ from .engine import (
 )
 from .gc_deletions import GcResult, GcSettings, mirror_gc_deletions, run_gc_deletions
 from .plugs import RefGate
+from .range_changes import RangeChanges, RangeReads, range_changes
 from .range_transfer import RangeSource, RangeTransferSummary, transfer_range
 from .results import PROMOTED, BlockReason, MirrorSyncResult, RefAction, RefKind, RefResult, TransferStats
 from .retry import BranchBlock, RetrySchedule, pending_block
@@ -33,6 +34,8 @@ __all__ = [
     "MirrorEngine",
     "MirrorRefMoved",
     "MirrorSyncResult",
+    "RangeChanges",
+    "RangeReads",
     "RangeSource",
     "RangeTransferSummary",
     "RangeTransferer",
@@ -57,6 +60,7 @@ __all__ = [
     "mirror_gc_deletions",
     "missing_stores",
     "pending_block",
+    "range_changes",
     "read_metarange",
     "run_gc_deletions",
     "transfer_range",

@@ -1,19 +1,21 @@
 """The copies one range needs: shared by the in-process transfer and the Spark task, so both count alike.
 
+Only the range's changed entries (``range_changes``) are planned; those unchanged from its validated bases
+are counted as such without a look.
+
 In ``transfer.mode: external`` the same classification runs without copies: the entries that copy mode would
 copy are counted as awaited from the store's replication instead (nothing is located or looked at).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Set
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..graveler.ranges import iter_entry_locations
-from ..graveler.sstable import SSTable
 from ..storage import Blockstore, CopyTask, ObjectStat, listed_stats
 from ..storage.uri import join_namespace
-from .validation import MAX_REPORTED, Entry
+from .range_changes import RangeChanges
+from .validation import MAX_REPORTED
 
 __all__ = ["ObjectLocator", "RangeCopies", "plan_range_copies"]
 
@@ -37,24 +39,18 @@ class RangeCopies:
 
 
 def plan_range_copies(
-    sst: SSTable,
+    changes: RangeChanges,
     *,
-    present: Set[Entry],
     locate: ObjectLocator,
     destination: Blockstore,
     destination_namespace: str,
     copy_objects: bool = True,
 ) -> RangeCopies:
-    """One copy task per entry not in ``present`` with a relative address, and the destination's stats of
-    their targets as far as listing its directories settles them (the rest get a HEAD in the pool). Without
-    ``copy_objects`` those entries are only counted (``awaited``): validation finds whether they arrived."""
-    plan = RangeCopies()
-    for entry in iter_entry_locations(sst):
-        key, address, is_full, size, etag = entry
-        plan.objects += 1
-        if entry in present:
-            plan.unchanged += 1
-            continue
+    """One copy task per changed entry with a relative address, and the destination's stats of their targets
+    as far as listing its directories settles them (the rest get a HEAD in the pool). Without ``copy_objects``
+    those entries are only counted (``awaited``): validation finds whether they arrived."""
+    plan = RangeCopies(objects=changes.objects, unchanged=changes.unchanged)
+    for key, address, is_full, size, etag in changes.entries:
         if is_full:  # imported objects live outside the namespace: counted, not copied
             plan.full_address_count += 1
             if len(plan.full_address_examples) < MAX_REPORTED:

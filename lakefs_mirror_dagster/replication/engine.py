@@ -43,6 +43,7 @@ from .plugs import (
     in_process_validator,
 )
 from .progress import ProgressReporter
+from .range_changes import RangeReads
 from .range_transfer import put_metadata_file, transfer_range
 from .results import BlockReason, MirrorSyncResult, RefAction, RefKind, RefResult, TransferStats
 from .source import RepositorySource
@@ -123,11 +124,14 @@ class MirrorEngine:
         self.dst_ns = destination_namespace
         self.validation_key = validation_key or destination_namespace
         self.settings = settings or EngineSettings()
+        #: Range files read in this pass, shared by the transfer and the validation of a metarange.
+        self.range_reads = RangeReads()
         self.validator = validator or in_process_validator(
             destination_store,
             destination_namespace,
             workers=self.settings.validator_workers,
             strict=self.settings.strict_full_addresses,
+            reads=self.range_reads,
         )
         self.transferer: RangeTransferer = transferer or self.transfer_ranges
         self.planner = CommitPlanner(
@@ -390,23 +394,32 @@ class MirrorEngine:
         stats.ranges_skipped += len(range_ids) - len(new_ranges)
         if metarange_id in known and not new_ranges:
             return []
-        failed_before = stats.failed_object_count
-        if new_ranges:
-            self.progress.batch_planned(r for r in refs if r.range_id in new_ranges)
-            handled_before, bytes_before = stats.objects_handled, stats.bytes_copied
-            self.transferer(new_ranges, commit, stats)
-            self.progress.batch_done(
-                ranges=len(new_ranges),
-                objects=stats.objects_handled - handled_before,
-                copied_bytes=stats.bytes_copied - bytes_before,
-            )
-        if stats.failed_object_count > failed_before:
-            examples = ", ".join(stats.failed_objects[:5])
-            return [f"{stats.failed_object_count - failed_before} object(s) could not be copied, e.g. {examples}"]
-        if not put_metadata_file(self.dst_store, self.dst_ns, metarange_id, data, keep_present=not self.copy_objects):
-            stats.metadata_files_present += 1
-        failpoint("after_metarange_file")
+        try:
+            failed_before = stats.failed_object_count
+            if new_ranges:
+                self.progress.batch_planned(r for r in refs if r.range_id in new_ranges)
+                handled_before, bytes_before = stats.objects_handled, stats.bytes_copied
+                self.transferer(new_ranges, commit, stats)
+                self.progress.batch_done(
+                    ranges=len(new_ranges),
+                    objects=stats.objects_handled - handled_before,
+                    copied_bytes=stats.bytes_copied - bytes_before,
+                )
+            if stats.failed_object_count > failed_before:
+                examples = ", ".join(stats.failed_objects[:5])
+                return [f"{stats.failed_object_count - failed_before} object(s) could not be copied, e.g. {examples}"]
+            keep_present = not self.copy_objects
+            if not put_metadata_file(self.dst_store, self.dst_ns, metarange_id, data, keep_present=keep_present):
+                stats.metadata_files_present += 1
+            failpoint("after_metarange_file")
+            return self._validate_metarange(metarange_id, range_ids, new_ranges, stats, intact)
+        finally:  # kept for this metarange's validation only, so what a pass holds stays bounded
+            self.range_reads.forget([*new_ranges, *(b for bs in new_ranges.values() for b in bs)])
 
+    def _validate_metarange(
+        self, metarange_id: str, range_ids: list[str], new_ranges: RangeBatch, stats: TransferStats, intact: set[str]
+    ) -> list[str]:
+        """Check the metarange file and validate its new ranges at the destination; mark what passed."""
         errors: list[str] = []
         metarange_stat = self._stat_metadata(metarange_id)
         if metarange_stat is None or read_metarange(self.dst_store, self.dst_ns, metarange_id) != range_ids:
@@ -447,6 +460,7 @@ class MirrorEngine:
                 self._pool,
                 base_ranges=base_ranges,
                 copy_objects=self.copy_objects,
+                reads=self.range_reads,
             )
             summary.add_to(stats)
             if summary.error is not None:

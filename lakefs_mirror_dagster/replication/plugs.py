@@ -9,6 +9,7 @@ from typing import Protocol
 
 from ..lakefs import Commit
 from ..storage import Blockstore
+from .range_changes import RangeReads
 from .results import RefKind, RefResult, TransferStats
 from .validation import RangeValidation, validate_range
 
@@ -54,12 +55,18 @@ RefRecorder = Callable[[RefResult], None]
 RefGate = Callable[[RefKind, str, str | None, str | None], RefResult | None]
 
 
-def in_process_validator(store: Blockstore, namespace: str, *, workers: int, strict: bool) -> RangeValidator:
-    """The default validator: ``validate_range`` on a small thread pool."""
+def in_process_validator(
+    store: Blockstore, namespace: str, *, workers: int, strict: bool, reads: RangeReads | None = None
+) -> RangeValidator:
+    """The default validator: ``validate_range`` on a small thread pool, with the engine's ``reads`` (what its
+    transfer read of the same ranges in this pass)."""
 
     def validate(batch: RangeBatch) -> list[RangeValidation]:
         def one(range_id: str) -> RangeValidation:
-            return validate_range(store, namespace, range_id, strict_full_addresses=strict, base_ranges=batch[range_id])
+            bases = batch[range_id]
+            return validate_range(
+                store, namespace, range_id, strict_full_addresses=strict, base_ranges=bases, reads=reads
+            )
 
         with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="validate") as pool:
             return list(pool.map(one, batch))

@@ -3,7 +3,8 @@
 A range's objects that the destination lacks (or holds with another size or checksum) are copied on a
 ``TransferPool``; the range file is written only when every object arrived, so a range file at the destination
 always means "all of my objects are there". Entries unchanged from the validated base ranges the new range
-rewrites are skipped without a look. The result is a small picklable summary (all a Spark task sends back).
+rewrites are skipped without being decoded (``range_changes``); with a ``RangeReads`` the pass's validation
+reuses what was read here. The result is a small picklable summary (all a Spark task sends back).
 
 In ``transfer.mode: external`` (``copy_objects=False``) the objects are the store's own replication's job:
 none is copied, the ones copy mode would copy are counted as awaited, and the range file is written (unless
@@ -17,14 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..graveler.range_id import verify_range_file
 from ..graveler.sstable import SSTableError
 from ..lakefs import LakeFSError
 from ..storage import Blockstore, StorageError, TransferPool
 from .copy_plan import plan_range_copies
 from .failpoints import failpoint
+from .range_changes import RangeReads, range_changes
 from .results import TransferStats
-from .validation import MAX_REPORTED, metadata_uri, present_entries
+from .validation import MAX_REPORTED, base_reader, metadata_uri
 
 __all__ = ["RangeSource", "RangeTransferSummary", "put_metadata_file", "transfer_range"]
 
@@ -104,19 +105,21 @@ def transfer_range(
     *,
     base_ranges: Sequence[str] = (),
     copy_objects: bool = True,
+    reads: RangeReads | None = None,
 ) -> RangeTransferSummary:
     """Copy one range's missing objects (read at ``commit_id``), then write its range file if all arrived;
     without ``copy_objects`` only count the objects awaited from the store's replication and put the range file.
 
     Never raises for a storage or data problem: the summary says what failed (the pool has already retried
     transient errors), and a range with any failure gets no range file, so its commit is not promoted.
+    ``reads`` (the engine's, in process) keeps the comparison with ``base_ranges`` for the pass's validation.
     """
     summary = RangeTransferSummary(range_id)
     try:
         data = source.read_metadata("range", range_id)
+        changes = range_changes(data, range_id, base_ranges, base_reader(destination, destination_namespace), reads)
         copies = plan_range_copies(
-            verify_range_file(data, range_id),
-            present=present_entries(destination, destination_namespace, base_ranges),
+            changes,
             locate=lambda key, address: source.object_location(commit_id, key, address),
             destination=destination,
             destination_namespace=destination_namespace,

@@ -1,33 +1,31 @@
 """Is a commit completely present at the destination? Checked from the destination's own storage.
 
-``validate_range`` is a pure function of (store, namespace, range ID): the in-process validator and the
-Spark tasks (one range per task) both call it, so the two can never disagree.
+``validate_range`` is a pure function of (store, namespace, range ID, its bases): the in-process validator and
+the Spark tasks (one range per task) both call it, so the two can never disagree. The in-process validator also
+passes the pass's ``RangeReads``, so a range whose transfer read the same bytes is not hashed and compared again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..graveler.range_id import verify_range_file
-from ..graveler.ranges import iter_entry_locations, iter_range_refs
+from ..graveler.ranges import EntryLocation, iter_range_refs
 from ..graveler.sstable import SSTableError
 from ..storage import Blockstore, Check, ObjectNotFound, StorageError, at_rest_check, listed_stats
 from ..storage.uri import join_namespace
+from .range_changes import RangeReads, range_changes
 
 __all__ = [
     "METADATA_PREFIX",
-    "Entry",
     "RangeValidation",
+    "base_reader",
     "describe_failure",
     "metadata_uri",
-    "present_entries",
     "read_metarange",
     "validate_range",
 ]
-
-#: (key, address, is_full, size, etag): one object of a range, as ``iter_entry_locations`` yields it.
-Entry = tuple[bytes, str, bool, int, str]
 
 MAX_REPORTED = 20
 
@@ -46,7 +44,6 @@ class RangeValidation:
 
     range_id: str
     objects: int = 0
-    bytes: int = 0
     missing: list[str] = field(default_factory=list)
     missing_count: int = 0
     full_addresses: list[str] = field(default_factory=list)
@@ -76,20 +73,9 @@ def read_metarange(store: Blockstore, namespace: str, metarange_id: str) -> list
     return [ref.range_id for ref in iter_range_refs(verify_range_file(data, metarange_id))]
 
 
-def present_entries(store: Blockstore, namespace: str, base_ranges: Sequence[str]) -> set[Entry]:
-    """The entries of ranges validated earlier at the destination (and still intact): their objects were
-    found there, so an identical entry (same key, address, size and ETag) of a new range needs no second
-    look. When lakeFS rewrites a range to insert one key, this turns a check of every object of the range
-    into a check of the one new object. A base that cannot be read or does not hash to its ID adds nothing:
-    its entries are then checked like any other."""
-    found: set[Entry] = set()
-    for base in base_ranges:
-        try:
-            data = store.read_bytes(metadata_uri(namespace, base))
-            found.update(e for e in iter_entry_locations(verify_range_file(data, base)) if not e[2])
-        except (SSTableError, StorageError):
-            continue
-    return found
+def base_reader(store: Blockstore, namespace: str) -> Callable[[str], bytes]:
+    """Reads a base range (validated earlier) from the destination, for ``range_changes``."""
+    return lambda range_id: store.read_bytes(metadata_uri(namespace, range_id))
 
 
 def validate_range(
@@ -99,15 +85,15 @@ def validate_range(
     *,
     strict_full_addresses: bool = False,
     base_ranges: Sequence[str] = (),
+    reads: RangeReads | None = None,
 ) -> RangeValidation:
     """Check the range file at the destination hashes to its ID and every object it names is there with
     the size the entry records and, where the store's ETag can be compared with the entry's checksum
     (``at_rest_check``), a matching one. Objects are looked up by listing their directories where many share
-    one (``listed_stats``), else by HEAD. Objects of entries found unchanged in ``base_ranges`` (validated
-    ranges the new one replaces) are counted without a second look. Never raises for a data problem: the
-    result says what is wrong."""
+    one (``listed_stats``), else by HEAD. Entries byte-identical to an entry of ``base_ranges`` (validated
+    ranges the new one replaces) are counted without a second look (``range_changes``; ``reads`` is the pass's
+    memo of what its transfer read). Never raises for a data problem: the result says what is wrong."""
     result = RangeValidation(range_id=range_id, strict_full_addresses=strict_full_addresses)
-    present = present_entries(store, namespace, base_ranges)
     try:
         uri = metadata_uri(namespace, range_id)
         stat = store.stat(uri)  # before the read: a file rewritten in between is re-checked next time
@@ -115,14 +101,12 @@ def validate_range(
             raise ObjectNotFound(uri, uri=uri)
         result.fingerprint = stat.fingerprint
         data = store.read_bytes(uri)
-        sst = verify_range_file(data, range_id)
-        to_check: list[tuple[str, Entry]] = []
-        for entry in iter_entry_locations(sst):
+        changes = range_changes(data, range_id, base_ranges, base_reader(store, namespace), reads)
+        result.objects = changes.objects
+        to_check: list[tuple[str, EntryLocation]] = []
+        for entry in changes.entries:
             key, address, is_full, size, etag = entry
-            result.objects += 1
-            if entry in present:
-                result.bytes += size
-            elif is_full:
+            if is_full:
                 result.full_address_count += 1
                 if len(result.full_addresses) < MAX_REPORTED:
                     result.full_addresses.append(address)
@@ -138,7 +122,6 @@ def validate_range(
             elif (check := at_rest_check(etag, size, stat.etag)) is None:
                 result.note_missing(f"{key.decode(errors='replace')} ({address}): MD5 {stat.etag}, expected {etag}")
             else:
-                result.bytes += size
                 result.checked_by_size += check == Check.SIZE
     except ObjectNotFound:
         result.error = f"range file _lakefs/{range_id} is missing"

@@ -12,11 +12,12 @@ import threading
 from collections.abc import Callable, Sequence
 
 from ..graveler.range_id import verify_range_file
-from ..graveler.ranges import iter_entry_locations, iter_range_refs
+from ..graveler.ranges import iter_range_refs
 from ..lakefs import Commit
 from ..replication.engine import RangeBatch, RangeTransferer
+from ..replication.range_changes import RangeReads, range_changes
 from ..replication.results import TransferStats
-from ..replication.validation import present_entries
+from ..replication.validation import base_reader
 from ..storage import Blockstore
 
 __all__ = [
@@ -58,20 +59,22 @@ def changed_object_counter(
     read_range: Callable[[str], bytes],
     destination: Blockstore,
     destination_namespace: str,
+    reads: RangeReads | None = None,
 ) -> ObjectCounter:
     """Objects a batch will copy or check: all of a new range's (from the metarange records), but for a range
     that rewrites validated base ranges only its entries that differ from them. Those ranges are read and
-    compared here, as the transfer will: a 50,000-entry range rewritten to insert one key is one object,
-    which does not start Spark."""
+    compared here, as the transfer will (``range_changes``; with the engine's ``reads`` an in-process transfer
+    then reuses the comparison): a 50,000-entry range rewritten to insert one key is one object, which does
+    not start Spark."""
     records = metarange_object_counter(read_metarange)
+    read_base = base_reader(destination, destination_namespace)
 
     def count(batch: RangeBatch, commit: Commit) -> int:
         total = records([rid for rid, bases in batch.items() if not bases], commit)
         for rid, bases in batch.items():
             if bases:
-                present = present_entries(destination, destination_namespace, bases)
-                entries = iter_entry_locations(verify_range_file(read_range(rid), rid))
-                total += sum(1 for entry in entries if entry not in present and not entry[2])
+                changes = range_changes(read_range(rid), rid, bases, read_base, reads)
+                total += sum(1 for entry in changes.entries if not entry[2])
         return total
 
     return count

@@ -76,6 +76,7 @@ def spark_transferer_for(
             functools.partial(source.read_metadata, "range"),
             engine.dst_store,
             engine.dst_ns,
+            engine.range_reads,
         ),
         threshold=config.spark.transfer_threshold_objects,
     )

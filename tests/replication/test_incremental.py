@@ -73,14 +73,20 @@ def test_a_rewritten_range_costs_only_its_new_objects(lakefs_env, service_for, u
 
     store = svc_b.destination_store(next(svc_b.my_mirrors(name=mirror)).storage_id)
     object_stats: list[str] = []
-    original = store.stat
+    metadata_reads: list[str] = []
+    original, original_read = store.stat, store.read_bytes
 
     def spy(uri: str):  # type: ignore[no-untyped-def]
         if "/_lakefs/" not in uri:
             object_stats.append(uri)
         return original(uri)
 
+    def read_spy(uri: str) -> bytes:
+        metadata_reads.append(uri)
+        return original_read(uri)
+
     monkeypatch.setattr(store, "stat", spy)
+    monkeypatch.setattr(store, "read_bytes", read_spy)
     src.upload_object(repo, "main", "data/file-0101", b"between two existing keys")
     head = src.commit(repo, "main", "one key in the middle")
     [second] = svc_b.sync(name=mirror)
@@ -90,4 +96,6 @@ def test_a_rewritten_range_costs_only_its_new_objects(lakefs_env, service_for, u
     assert (main.stats.objects_copied, main.stats.objects_skipped, main.stats.objects_unchanged) == (1, 0, 200)
     # the new object: looked at before the copy and by validation; the 200 others: not at all
     assert len(object_stats) <= 2, object_stats
+    # the replaced range, read for the transfer, serves validation too: no file at the destination is read twice
+    assert len(metadata_reads) == len(set(metadata_reads)) == 3, metadata_reads  # base, new range, metarange
     assert_mirror_equals_source(src, repo, svc_b.client("region-b"), mirror)
