@@ -156,8 +156,8 @@ def test_missing_destination_object_fails_validation_and_blocks_promotion(mirror
     class LosingOneObject(SparkValidatorResource):
         """Transfer happened; one object vanishes from the destination before Spark validates."""
 
-        def engine_for(self, service, mirror):  # type: ignore[no-untyped-def]
-            engine, spark = super().engine_for(service, mirror)
+        def engine_for(self, service, mirror, **kwargs):  # type: ignore[no-untyped-def]
+            engine, spark = super().engine_for(service, mirror, **kwargs)
             inner = engine.validator
             store = service.destination_store(mirror.storage_id)
 

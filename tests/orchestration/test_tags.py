@@ -98,8 +98,8 @@ def test_a_tag_whose_commit_fails_validation_is_not_created(mirror_case: MirrorC
     class LosingTheSecondCommitsObject(SparkValidatorResource):
         """The second validation (tag b-bad's commit) finds the object only that commit added gone."""
 
-        def engine_for(self, service, mirror):  # type: ignore[no-untyped-def]
-            engine, spark = super().engine_for(service, mirror)
+        def engine_for(self, service, mirror, **kwargs):  # type: ignore[no-untyped-def]
+            engine, spark = super().engine_for(service, mirror, **kwargs)
             inner = engine.validator
             store = service.destination_store(mirror.storage_id)
             prefix = join_namespace(mirror.storage_namespace, "data/")
