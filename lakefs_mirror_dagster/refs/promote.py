@@ -30,7 +30,7 @@ from .manifest import RepositoryManifest, parse_manifest, write_manifest
 from .restore import restore_repository
 from .tasks import DEFAULT_POLLING, TaskPolling, delete_repository_and_wait
 
-__all__ = ["PROMOTING", "PromotionResult", "promote_mirror"]
+__all__ = ["PROMOTING", "PromotionResult", "pending_dump", "promote_mirror"]
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +59,12 @@ def _refs(client: LakeFSClient, repo: str) -> tuple[dict[str, str], dict[str, st
     )
 
 
-def _pending_dump(mirror: Mirror) -> RepositoryManifest | None:
-    """The manifest a crashed promotion left in the mirror's message, if any."""
-    if mirror.state != MirrorState.FAILED or not mirror.message.startswith(PROMOTING):
+def pending_dump(mirror: Mirror, prefix: str = PROMOTING) -> RepositoryManifest | None:
+    """The manifest a crashed promotion (or reversal: its ``prefix``) left in the mirror's message, if any."""
+    if mirror.state != MirrorState.FAILED or not mirror.message.startswith(prefix):
         return None
     try:
-        return parse_manifest(json.loads(mirror.message[len(PROMOTING) :]), source=f"mirror {mirror.name} message")
+        return parse_manifest(json.loads(mirror.message[len(prefix) :]), source=f"mirror {mirror.name} message")
     except (ValueError, ManifestError):
         return None
 
@@ -87,7 +87,7 @@ def promote_mirror(
     if mirror.state in (MirrorState.DELETING, MirrorState.DELETED):
         raise RefsError(f"mirror {name} is {mirror.state.value}; it cannot be promoted")
     client = service.client(region)
-    pending = _pending_dump(mirror)
+    pending = pending_dump(mirror)
     try:
         repo = client.get_repository(name)
     except LakeFSNotFound:

@@ -31,8 +31,9 @@ from ..replication import ReplicationService
 from ..replication.namespaces import check_namespace_free
 from ..replication.planner import CommitPlanner
 from .dump import dump_refs
-from .errors import ManifestError, RefsError
-from .manifest import RepositoryManifest, parse_manifest, write_manifest
+from .errors import RefsError
+from .manifest import RepositoryManifest, write_manifest
+from .promote import pending_dump
 from .restore import restore_repository
 from .tasks import DEFAULT_POLLING, TaskPolling, delete_repository_and_wait
 
@@ -88,15 +89,6 @@ def _is_ancestor(history: CommitPlanner, old: str, new: str) -> bool:
         return False
 
 
-def _pending_dump(mirror: Mirror) -> RepositoryManifest | None:
-    if mirror.state != MirrorState.FAILED or not mirror.message.startswith(REVERSING):
-        return None
-    try:
-        return parse_manifest(json.loads(mirror.message[len(REVERSING) :]), source=f"mirror {mirror.name} message")
-    except (ValueError, ManifestError):
-        return None
-
-
 def reverse_mirror(
     service: ReplicationService,
     name: str,
@@ -117,7 +109,7 @@ def reverse_mirror(
         existing = service.mirror_named(name, region)
     except MirrorNotFound:
         existing = None
-    pending = _pending_dump(existing) if existing is not None else None
+    pending = pending_dump(existing, REVERSING) if existing is not None else None
     if existing is not None and pending is None:
         raise RefsError(f"region {region} already has a mirror named {name} (state {existing.state.value})")
     source_info = source.get_repository(source_repository)

@@ -211,6 +211,9 @@ class TransferPool:
         #: At most ``concurrency`` copies at once across every ``run`` of this pool, also when several
         #: branches transfer at the same time: the bound on threads, connections and buffered parts.
         self._copying = threading.BoundedSemaphore(concurrency)
+        #: Destinations being copied now, by any run: a second copy to one of them waits for the first and then
+        #: finds it present (two branches syncing at once often need the same new object).
+        self._in_flight: dict[str, threading.Event] = {}
         #: Part sizes of multipart checksums matched so far, newest first: one writer's objects share one.
         self._part_sizes: tuple[int, ...] = ()
 
@@ -218,6 +221,22 @@ class TransferPool:
         return min(self.backoff_max, self.backoff_initial * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
 
     def _copy_one(self, task: CopyTask, known: Mapping[str, ObjectStat | None]) -> tuple[CopyResult, int]:
+        """``_copy_once``, unless another run is copying to the same destination: then after it, with the
+        destination looked at afresh (present: skipped; failed there: copied here)."""
+        with self._lock:
+            first = self._in_flight.get(task.dst_uri)
+            if first is None:
+                self._in_flight[task.dst_uri] = threading.Event()
+        if first is not None:
+            first.wait()
+            return self._copy_once(task, {})
+        try:
+            return self._copy_once(task, known)
+        finally:
+            with self._lock:
+                self._in_flight.pop(task.dst_uri).set()
+
+    def _copy_once(self, task: CopyTask, known: Mapping[str, ObjectStat | None]) -> tuple[CopyResult, int]:
         """Returns the result and the number of retries it took; raises the last error. A checksum that the
         first read could not explain is read again looking for its multipart layout (``discover``)."""
         attempt, previous_md5 = 0, None
