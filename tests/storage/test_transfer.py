@@ -231,6 +231,26 @@ def test_concurrent_runs_share_the_pools_concurrency(tmp_path: Path) -> None:
     assert dst.max_active == 3  # both runs copied in parallel, and together never more than the limit
 
 
+def test_concurrent_runs_copy_a_shared_object_once(tmp_path: Path) -> None:
+    """Two branches syncing at once that both need one new object: one run copies it, the other finds it."""
+    src = LocalBlockstore(root=tmp_path / "a")
+    objects = make_objects(src, 1)
+    dst = Slow(LocalBlockstore(root=tmp_path / "b"), delay=0.2)
+    pool = TransferPool(concurrency=4)
+    summaries: list[tuple[int, int]] = []
+
+    def run() -> None:
+        done = pool.run(tasks_for(src, dst, objects, lambda u: u))
+        summaries.append((done.copied, done.skipped))
+
+    runs = [threading.Thread(target=run) for _ in range(2)]
+    for r in runs:
+        r.start()
+    for r in runs:
+        r.join(timeout=30)
+    assert sorted(summaries) == [(0, 1), (1, 0)]
+
+
 def test_pool_consumes_tasks_lazily(tmp_path: Path) -> None:
     src = LocalBlockstore(root=tmp_path / "a")
     src.write_bytes("local://src/o", b"x")
