@@ -1,4 +1,5 @@
-"""The mirrors database: mirror definitions and lifecycle, per-branch state, validated-ranges cache.
+"""The mirrors database: mirror definitions and lifecycle, per-branch state, validated-ranges cache,
+garbage-collection marks, the refs in flight.
 
 All regions share it (PostgreSQL or DynamoDB), or one machine keeps it in a SQLite file.
 ``open_mirrors_database`` opens the one the config names: ``MirrorStore`` (SQL) or ``DynamoMirrorStore``,
@@ -17,6 +18,7 @@ from .errors import (
     NamespaceInUse,
     NamespaceOverlap,
 )
+from .in_flight_model import RefInFlight
 from .models import (
     ALLOWED_TRANSITIONS,
     Mirror,
@@ -49,6 +51,7 @@ __all__ = [
     "NamespaceInUse",
     "NamespaceOverlap",
     "Organization",
+    "RefInFlight",
     "key_fingerprint",
     "new_mirror_id",
     "open_mirrors_database",

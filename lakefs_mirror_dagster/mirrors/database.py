@@ -12,6 +12,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
+from .in_flight_model import RefInFlight
 from .models import Mirror, MirrorBranch, MirrorPage, MirrorState
 from .organizations import Organization
 
@@ -22,8 +23,9 @@ __all__ = ["MirrorsDatabase", "open_mirrors_database"]
 
 
 class MirrorsDatabase(Protocol):
-    """Mirror records, branch states, the validated-ranges cache, garbage-collection marks and the
-    organisations; every write is decided by the database (see ``store.py`` and ``dynamodb/__init__.py``)."""
+    """Mirror records, branch states, the validated-ranges cache, garbage-collection marks, the
+    organisations and the refs in flight; every write is decided by the database (see ``store.py`` and
+    ``dynamodb/__init__.py``)."""
 
     @property
     def url(self) -> str:
@@ -126,6 +128,13 @@ class MirrorsDatabase(Protocol):
     def claim_organization(self, organization_id: str, fingerprint: str, region: str) -> Organization: ...
 
     def organization_ids(self) -> list[str]: ...
+
+    # ------------------------------------------------------------------ refs in flight (in_flight_model.py)
+    def put_in_flight(self, record: RefInFlight) -> None: ...
+
+    def clear_in_flight(self, mirror_id: str, kind: str, ref: str) -> bool: ...
+
+    def refs_in_flight(self, mirror_id: str) -> list[RefInFlight]: ...
 
 
 def open_mirrors_database(config: MirrorsDatabaseConfig, *, create_tables: bool = True) -> MirrorsDatabase:

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     CheckConstraint,
     Column,
     DateTime,
@@ -28,7 +29,15 @@ from sqlalchemy.types import TypeDecorator
 
 from .models import MirrorState
 
-__all__ = ["gc_missing", "metadata", "mirror_branches", "mirrors", "organizations", "validated_ranges"]
+__all__ = [
+    "gc_missing",
+    "metadata",
+    "mirror_branches",
+    "mirrors",
+    "organizations",
+    "refs_in_flight",
+    "validated_ranges",
+]
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -143,4 +152,25 @@ gc_missing = Table(
     Column("address", String(1024), primary_key=True),
     Column("first_missing_at", UTCDateTime, nullable=False),
     Column("last_missing_at", UTCDateTime, nullable=False),
+)
+
+# ------------------------------------------------------------------------------------------ refs in flight
+refs_in_flight = Table(
+    "refs_in_flight",
+    metadata,
+    # The branches and tags an engine is advancing right now, with its progress (in_flight.py): written at the
+    # progress cadence, removed when the ref is done; an old updated_at is a process that died (shown stale).
+    # A database of an older version gets this table from create_all.
+    Column("mirror_id", String(64), ForeignKey("mirrors.id", ondelete="CASCADE"), primary_key=True),
+    Column("kind", String(8), primary_key=True),
+    Column("ref", String(255), primary_key=True),
+    Column("source_commit_id", String(128), nullable=False),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("ranges_planned", BigInteger, nullable=False),
+    Column("ranges_done", BigInteger, nullable=False),
+    Column("objects_planned", BigInteger, nullable=False),
+    Column("objects_done", BigInteger, nullable=False),
+    Column("bytes_planned", BigInteger, nullable=False),
+    Column("bytes_done", BigInteger, nullable=False),
 )

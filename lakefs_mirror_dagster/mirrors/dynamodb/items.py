@@ -11,6 +11,7 @@ namespace claim (one per region+store) ``namespace/<sha256>``            ``-``
 branch of a mirror                     ``branches/<mirror id>``          branch name
 validated range                        ``validated/<sha256 of namespace>``  range id
 garbage-collection mark                ``gc/<mirror id>``  sha256 of the object's address
+ref in flight (in_flight.py)           ``in_flight/<mirror id>``         ``<kind>/<ref>``
 organisation                           ``organizations``   organization id
 =====================================  ==================  ==============================================
 
@@ -38,6 +39,7 @@ __all__ = [
     "decode_time",
     "encode",
     "gc_partition",
+    "in_flight_partition",
     "key",
     "mirror_item",
     "name_key",
@@ -77,6 +79,10 @@ def branch_partition(mirror_id: str) -> str:
 
 def gc_partition(mirror_id: str) -> str:
     return f"gc/{mirror_id}"
+
+
+def in_flight_partition(mirror_id: str) -> str:
+    return f"in_flight/{mirror_id}"
 
 
 def range_partition(namespace: str) -> str:

@@ -38,6 +38,7 @@ from .items import (
     branch_partition,
     encode,
     gc_partition,
+    in_flight_partition,
     key,
     mirror_item,
     name_key,
@@ -297,15 +298,17 @@ class DynamoMirrorRecords(DynamoTable):
         return self._find(claim["mirror_id"]["S"])
 
     def _release_namespace(self, claim: Item) -> None:
-        """Finish deleting the mirror a namespace claim names: its branches, its garbage-collection marks and the
-        namespace's validated ranges, then the claim itself (only if it still names that mirror). Idempotent."""
+        """Finish deleting the mirror a namespace claim names: its branches, its garbage-collection marks, its refs
+        in flight and the namespace's validated ranges, then the claim itself (only if it still names that mirror).
+        Idempotent."""
         owner = claim["mirror_id"]["S"]
         if self._find(owner) is not None:
             return
         namespace = validation_namespace(
             claim["destination_region"]["S"], claim["storage_id"]["S"], claim["storage_namespace"]["S"]
         )
-        for partition in (branch_partition(owner), gc_partition(owner), range_partition(namespace)):
+        owned = (branch_partition(owner), gc_partition(owner), in_flight_partition(owner))
+        for partition in (*owned, range_partition(namespace)):
             stale = self._query(
                 KeyConditionExpression="pk = :pk",
                 ExpressionAttributeValues={":pk": encode(partition)},

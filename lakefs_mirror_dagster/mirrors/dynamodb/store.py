@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .branches import DynamoBranchRecords
 from .gc_marks import DynamoGcMarks
+from .in_flight import DynamoInFlightRecords
 from .organizations import DynamoOrganizationRecords
 from .records import DynamoMirrorRecords
 from .validated import DynamoValidatedRanges
@@ -12,7 +13,12 @@ __all__ = ["DynamoMirrorStore"]
 
 
 class DynamoMirrorStore(
-    DynamoMirrorRecords, DynamoBranchRecords, DynamoValidatedRanges, DynamoOrganizationRecords, DynamoGcMarks
+    DynamoMirrorRecords,
+    DynamoBranchRecords,
+    DynamoValidatedRanges,
+    DynamoOrganizationRecords,
+    DynamoGcMarks,
+    DynamoInFlightRecords,
 ):
     """The same operations and guarantees as ``MirrorStore``, on a DynamoDB table (created when missing).
 
