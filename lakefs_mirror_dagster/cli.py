@@ -275,10 +275,11 @@ def _scrub(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    """Per mirror and branch: mirror head, lag and the last promotions, from the Dagster event log."""
+    """Per mirror and branch: mirror head, lag, a sync in flight with its progress, and the last promotions (from
+    the Dagster event log)."""
     import dagster as dg
 
-    from .orchestration.history import stale, status_report
+    from .orchestration.history import format_status, stale, status_report
 
     service = _load_service(args)
     try:
@@ -286,7 +287,7 @@ def _status(args: argparse.Namespace) -> int:
             report = status_report(instance, service, recent=args.recent, mirror=args.mirror)
     finally:
         service.close()
-    print(json.dumps([m.as_dict() for m in report], indent=2, default=str))
+    print(json.dumps([m.as_dict() for m in report], indent=2, default=str) if args.json else format_status(report))
     if args.fail_if_lag is None:
         return 0
     problems = stale(report, args.fail_if_lag)
@@ -431,9 +432,12 @@ def build_parser() -> argparse.ArgumentParser:
         func=_storages_list
     )
 
-    status = sub.add_parser("status", help="mirror heads, lag and recent promotions (Dagster event log)")
+    status = sub.add_parser(
+        "status", help="mirror heads, lag, syncs in flight and recent promotions (Dagster event log)"
+    )
     status.add_argument("--mirror", help="only this mirror")
     status.add_argument("--recent", type=int, default=5, help="how many promotions per branch")
+    status.add_argument("--json", action="store_true", help="one JSON document (heads, lag, in_flight, promotions)")
     status.add_argument(
         "--fail-if-lag",
         type=float,

@@ -13,10 +13,18 @@ from typing import Any
 
 import dagster as dg
 
-from ..replication import ReplicationService
+from ..replication import ReplicationService, branch_progress, in_flight_line
 from .mirroring import mirror_asset_key
 
-__all__ = ["BranchStatus", "MirrorStatus", "Promotion", "mirror_history", "stale", "status_report"]
+__all__ = [
+    "BranchStatus",
+    "MirrorStatus",
+    "Promotion",
+    "format_status",
+    "mirror_history",
+    "stale",
+    "status_report",
+]
 
 MAX_LIMIT = 10_000
 
@@ -104,6 +112,8 @@ class BranchStatus:
     recent: list[Promotion]
     #: How long the mirror has been missing the source head (0 in sync; None: that commit's time unknown).
     behind_seconds: float | None = None
+    #: The sync advancing the branch now (``replication.in_flight.in_flight_view``); None when idle.
+    in_flight: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -115,6 +125,7 @@ class BranchStatus:
             "behind_seconds": None if self.behind_seconds is None else round(self.behind_seconds, 3),
             "promoted_at": self.promoted_at.isoformat() if self.promoted_at else None,
             "recent": [p.as_dict() for p in self.recent],
+            "in_flight": self.in_flight,
         }
 
 
@@ -146,7 +157,8 @@ def status_report(
     Heads and lag come from the mirrors database (what the last sync recorded, no lakeFS call); the
     moves come from the event log (one bounded query per branch; none without ``instance``). Lag is the
     time from the source commit to its promotion; a branch that is behind shows the source head it is
-    behind with ``in_sync`` False.
+    behind with ``in_sync`` False. A branch being synced now has its ``in_flight`` progress (also a branch
+    whose first sync has not finished: it has no heads yet).
     """
     report = []
     now = dt.datetime.now(dt.UTC)
@@ -154,15 +166,16 @@ def status_report(
         branches = [
             BranchStatus(
                 branch=b.branch,
-                source_commit_id=b.source_commit_id,
-                mirror_commit_id=b.mirrored_commit_id,
-                in_sync=b.in_sync,
-                lag_seconds=b.lag_seconds,
-                promoted_at=b.promoted_at,
+                source_commit_id=b.record.source_commit_id if b.record else None,
+                mirror_commit_id=b.record.mirrored_commit_id if b.record else None,
+                in_sync=b.record.in_sync if b.record else False,
+                lag_seconds=b.record.lag_seconds if b.record else None,
+                promoted_at=b.record.promoted_at if b.record else None,
                 recent=mirror_history(instance, m.name, b.branch, limit=recent) if instance and recent > 0 else [],
-                behind_seconds=b.behind_seconds(now),
+                behind_seconds=b.record.behind_seconds(now) if b.record else None,
+                in_flight=b.in_flight,
             )
-            for b in sorted(service.mirrors.get_branches(m.id), key=lambda b: b.branch)
+            for b in branch_progress(service.mirrors, m.id, now=now)
         ]
         report.append(MirrorStatus(m.name, m.source_region, m.source_repository, m.state.value, m.message, branches))
     return report
@@ -176,6 +189,8 @@ def stale(report: list[MirrorStatus], max_behind_seconds: float) -> list[str]:
         if m.state == "failed":
             lines.append(f"mirror {m.name} is failed: {m.message}")
         for b in m.branches:
+            if b.source_commit_id is None:
+                continue  # nothing recorded yet: its first sync is in flight (as before, not judged until it ends)
             if b.behind_seconds is None:
                 lines.append(f"mirror {m.name} branch {b.branch} is behind {b.source_commit_id} (since: unknown)")
             elif b.behind_seconds > max_behind_seconds:
@@ -184,3 +199,33 @@ def stale(report: list[MirrorStatus], max_behind_seconds: float) -> list[str]:
                     f"{b.source_commit_id} (more than {max_behind_seconds:g}s)"
                 )
     return lines
+
+
+def format_status(report: list[MirrorStatus]) -> str:
+    """``status``'s text output: per mirror and branch, where the mirror is, and a sync in flight with its progress."""
+    lines = []
+    for m in report:
+        lines.append(f"mirror {m.name} ({m.state}) of {m.source_region}/{m.source_repository}" + _message(m.message))
+        for b in m.branches:
+            lines.append(f"  branch {b.branch}: {_where(b)}")
+            if b.in_flight is not None:
+                lines.append(f"    {in_flight_line(b.in_flight)}")
+            lines.extend(
+                f"    {p.recorded_at:%Y-%m-%d %H:%M:%S} {p.action} -> {p.mirror_commit_id[:16]} run {p.run_id[:8]}"
+                for p in b.recent
+            )
+    return "\n".join(lines)
+
+
+def _message(message: str) -> str:
+    return f": {message}" if message else ""
+
+
+def _where(b: BranchStatus) -> str:
+    if b.source_commit_id is None:
+        return "not mirrored yet"
+    if b.in_sync:
+        lag = "" if b.lag_seconds is None else f", lag {b.lag_seconds:.1f}s"
+        return f"in sync at {b.source_commit_id[:16]}{lag}"
+    since = "unknown" if b.behind_seconds is None else f"{b.behind_seconds:.0f}s"
+    return f"behind {b.source_commit_id[:16]} for {since} (mirror at {(b.mirror_commit_id or '-')[:16]})"

@@ -12,6 +12,7 @@ from .engine import (
     in_process_validator,
 )
 from .gc_deletions import GcResult, GcSettings, mirror_gc_deletions, run_gc_deletions
+from .in_flight import BranchProgress, branch_progress, in_flight_line
 from .plugs import RefGate
 from .range_changes import RangeChanges, RangeReads, range_changes
 from .range_transfer import RangeSource, RangeTransferSummary, transfer_range
@@ -28,6 +29,7 @@ __all__ = [
     "ApiObjectReader",
     "BlockReason",
     "BranchBlock",
+    "BranchProgress",
     "EngineSettings",
     "GcResult",
     "GcSettings",
@@ -54,7 +56,9 @@ __all__ = [
     "StorageDescription",
     "TransferStats",
     "ValidatedCache",
+    "branch_progress",
     "describe_storages",
+    "in_flight_line",
     "in_process_validator",
     "metadata_uri",
     "mirror_gc_deletions",

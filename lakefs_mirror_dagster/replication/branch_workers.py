@@ -56,9 +56,10 @@ def sync_branches(heads: Heads, sync: SyncRef, gate: RefGate | None, limit: int)
     return [done[name] for name in heads]
 
 
-def serialized(cache: ValidatedCache, recorder: RefRecorder | None) -> tuple[ValidatedCache, RefRecorder | None]:
-    """``cache`` and ``recorder`` sharing one lock, so the branch workers' database calls never overlap."""
-    lock = threading.Lock()
+def serialized(
+    cache: ValidatedCache, recorder: RefRecorder | None, lock: threading.Lock
+) -> tuple[ValidatedCache, RefRecorder | None]:
+    """``cache`` and ``recorder`` sharing ``lock``, so the branch workers' database calls never overlap."""
     return SerializedCache(cache, lock), serialized_recorder(recorder, lock)
 
 

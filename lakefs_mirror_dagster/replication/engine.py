@@ -14,7 +14,9 @@ not all arrived is blocked as ``missing``, so the retry schedule checks it again
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +33,7 @@ from .branch_workers import serialized, sync_branches
 from .errors import ReplicationError
 from .failpoints import failpoint
 from .heads import branch_head, branch_heads, differing, tag_commits
+from .in_flight import InFlightRecorder, InFlightStore
 from .namespaces import is_mirror_repository
 from .planner import CommitPlanner
 from .plugs import (
@@ -114,9 +117,13 @@ class MirrorEngine:
         transferer: RangeTransferer | None = None,
         destination_storage_id: str = "",
         recorder: RefRecorder | None = None,
+        in_flight: InFlightStore | None = None,
+        mirror_id: str = "",
     ) -> None:
         self.source = source
-        self.validated, self.recorder = serialized(validated, recorder)  # for the branch workers
+        #: The branch workers' and the in-flight writer's calls to the mirrors database never overlap.
+        lock = threading.Lock()
+        self.validated, self.recorder = serialized(validated, recorder, lock)
         self.dst_storage_id = destination_storage_id
         self.destination = destination
         self.mirror_repo = mirror_repo
@@ -138,7 +145,11 @@ class MirrorEngine:
             source.client, source.repository, destination, mirror_repo, log_page_size=self.settings.log_page_size
         )
         self.progress = ProgressReporter(mirror_repo)  # callers listen (the CLI's display, a Dagster run's log)
-        self._pool = TransferPool(concurrency=self.settings.concurrency, on_result=self._object_done)
+        if in_flight is not None:  # the refs in flight in the mirrors database, for the API and ``status``
+            InFlightRecorder(in_flight, mirror_id, self.progress, lock=lock)
+        self._pool = TransferPool(concurrency=self.settings.concurrency)
+        #: The ref this thread is advancing (``"<kind> <name>"``), whose progress its objects count towards.
+        self._syncing = threading.local()
 
     # ------------------------------------------------------------------ destination repository
     def ensure_mirror_repository(self) -> None:
@@ -212,6 +223,7 @@ class MirrorEngine:
         result is ``blocked`` with the error, and the mirror ref stays where it was."""
         started = time.monotonic()
         kind = RefKind(kind)
+        label = f"{kind} {name}"
         result = RefResult(kind, name, source_commit, mirror_commit, mirror_commit, action=RefAction.UNCHANGED)
         try:
             if source_commit is None:
@@ -219,7 +231,8 @@ class MirrorEngine:
                     self._delete_ref(kind, name)
                     result.mirror_commit, result.action = None, RefAction.DELETED
             elif source_commit != mirror_commit:
-                self.progress.ref_started(f"{kind} {name}")
+                self.progress.ref_started(label, source_commit=source_commit)
+                self._syncing.ref = label
                 prepared = self.prepare(kind, name, source_commit)
                 result.stats = prepared.stats
                 if prepared.error is not None:
@@ -244,13 +257,14 @@ class MirrorEngine:
         if self.recorder is not None:
             self.recorder(result)
         if source_commit is not None and source_commit != mirror_commit:
-            self.progress.ref_finished(f"{kind} {name}")
+            self._syncing.ref = None
+            self.progress.ref_finished(label)
         return result
 
-    def _object_done(self, result: CopyResult) -> None:
-        """Each object the copy pool finished: a failpoint for the fault suite, a tick of progress."""
+    def _object_done(self, result: CopyResult, *, ref: str | None) -> None:
+        """Each object the copy pool finished for ``ref``: a failpoint for the fault suite, a tick of progress."""
         failpoint("after_object_copy")
-        self.progress.object_done(0 if result.method == "skipped" else result.size)
+        self.progress.object_done(0 if result.method == "skipped" else result.size, ref=ref)
 
     def _fields(self, ref: RefResult | None = None) -> dict[str, str]:
         """The context of this mirror's log records (and of one ref's: its branch and source commit)."""
@@ -397,13 +411,15 @@ class MirrorEngine:
         try:
             failed_before = stats.failed_object_count
             if new_ranges:
-                self.progress.batch_planned(r for r in refs if r.range_id in new_ranges)
+                ref = getattr(self._syncing, "ref", None)
+                self.progress.batch_planned((r for r in refs if r.range_id in new_ranges), ref=ref)
                 handled_before, bytes_before = stats.objects_handled, stats.bytes_copied
                 self.transferer(new_ranges, commit, stats)
                 self.progress.batch_done(
                     ranges=len(new_ranges),
                     objects=stats.objects_handled - handled_before,
                     copied_bytes=stats.bytes_copied - bytes_before,
+                    ref=ref,
                 )
             if stats.failed_object_count > failed_before:
                 examples = ", ".join(stats.failed_objects[:5])
@@ -450,6 +466,7 @@ class MirrorEngine:
         """The in-process ``RangeTransferer``: ranges one after another, objects on the engine's pool (in
         external mode no objects: the range files only)."""
         stats.note_path("in_process" if self.copy_objects else "external")
+        on_result = functools.partial(self._object_done, ref=getattr(self._syncing, "ref", None))
         for range_id, base_ranges in batch.items():
             summary = transfer_range(
                 self.source,
@@ -461,6 +478,7 @@ class MirrorEngine:
                 base_ranges=base_ranges,
                 copy_objects=self.copy_objects,
                 reads=self.range_reads,
+                on_result=on_result,
             )
             summary.add_to(stats)
             if summary.error is not None:

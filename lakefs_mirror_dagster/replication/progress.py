@@ -3,21 +3,22 @@
 The engine plans a commit's new ranges from its metarange, whose records carry each range's object count and
 estimated size, so totals are known before the first object is copied. Objects count as they finish on the
 copy pool; the ranges of a batch that ran elsewhere (Spark) count when the batch returns. Counters are shared
-by the engine's branch threads (one lock). A listener (the CLI's display, a Dagster run's log) gets a snapshot
-at most every ``every_s`` seconds, plus one when a ref finishes.
+by the engine's branch threads (one lock), in all and per ref in flight. A listener (the CLI's display, a Dagster
+run's log, the in-flight records of ``in_flight.py``) gets a snapshot at most every ``every_s`` seconds, plus one
+when a ref finishes; a watcher hears each ref start and finish.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..graveler.records import RangeRef
 
-__all__ = ["Progress", "ProgressListener", "ProgressReporter"]
+__all__ = ["Progress", "ProgressListener", "ProgressReporter", "RefProgress"]
 
 
 @dataclass(frozen=True)
@@ -70,81 +71,144 @@ def _mb(n: float) -> float:
     return round(n / 1e6, 1)
 
 
+@dataclass(frozen=True)
+class RefProgress:
+    """One ref in flight: the source commit it is being advanced to and its own counters (``progress``, whose
+    ``refs_in_flight`` is this ref alone)."""
+
+    ref: str
+    source_commit_id: str | None
+    progress: Progress
+
+
+class _Tally:
+    """Counters of one scope (the whole pass, or one ref): objects and bytes counted one by one since the batches
+    running now began, replaced by their exact figures when a batch returns."""
+
+    def __init__(self, state: Progress) -> None:
+        self.state = state
+        self.live_objects = 0
+        self.live_bytes = 0
+
+    def planned(self, refs: Sequence[RangeRef]) -> None:
+        s = self.state
+        self.state = replace(
+            s,
+            ranges_planned=s.ranges_planned + len(refs),
+            objects_planned=s.objects_planned + sum(r.count for r in refs),
+            bytes_planned=s.bytes_planned + sum(r.estimated_size for r in refs),
+        )
+
+    def object_done(self, copied_bytes: int) -> None:
+        self.live_objects += 1
+        self.live_bytes += copied_bytes
+
+    def batch_done(self, ranges: int, objects: int, copied_bytes: int) -> None:
+        s = self.state
+        self.state = replace(
+            s,
+            ranges_done=s.ranges_done + ranges,
+            objects_done=s.objects_done + objects,
+            bytes_done=s.bytes_done + copied_bytes,
+        )
+        self.live_objects = max(0, self.live_objects - objects)
+        self.live_bytes = max(0, self.live_bytes - copied_bytes)
+
+    def snapshot(self, elapsed_seconds: float) -> Progress:
+        return replace(
+            self.state,
+            objects_done=self.state.objects_done + self.live_objects,
+            bytes_done=self.state.bytes_done + self.live_bytes,
+            elapsed_seconds=elapsed_seconds,
+        )
+
+
 class ProgressReporter:
-    """Thread-safe counters of one engine's pass (see the module docstring)."""
+    """Thread-safe counters of one engine's pass, in all and per ref (see the module docstring)."""
 
     def __init__(self, mirror: str, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.mirror = mirror
         self._clock = clock
         self._started = clock()
-        self._state = Progress(mirror)
-        #: Objects and bytes counted one by one since the batches running now began; a finished batch
-        #: replaces its share of them by its exact figures.
-        self._live_objects = 0
-        self._live_bytes = 0
+        self._total = _Tally(Progress(mirror))
+        #: The refs in flight: their tallies, target commits and when each started (``clock``).
+        self._refs: dict[str, tuple[_Tally, str | None, float]] = {}
         self._listeners: list[list[Any]] = []  # [listener, every_s, last time told]
+        self._watchers: list[Callable[[], None]] = []
         self._lock = threading.Lock()
 
     def listen(self, listener: ProgressListener, *, every_s: float = 10.0) -> None:
         """Send snapshots to ``listener``, at most one per ``every_s`` seconds (and one per finished ref)."""
         self._listeners.append([listener, every_s, float("-inf")])
 
+    def watch_refs(self, watcher: Callable[[], None]) -> None:
+        """Call ``watcher`` (no arguments, it must not block) whenever a ref starts or finishes."""
+        self._watchers.append(watcher)
+
     def snapshot(self) -> Progress:
         with self._lock:
-            return replace(
-                self._state,
-                objects_done=self._state.objects_done + self._live_objects,
-                bytes_done=self._state.bytes_done + self._live_bytes,
-                elapsed_seconds=self._clock() - self._started,
-            )
+            return self._total.snapshot(self._clock() - self._started)
+
+    def refs(self) -> list[RefProgress]:
+        """Each ref in flight with its own counters, in the order they started."""
+        now = self._clock()
+        with self._lock:
+            return [
+                RefProgress(name, commit, tally.snapshot(now - started))
+                for name, (tally, commit, started) in self._refs.items()
+            ]
 
     # ------------------------------------------------------------------ what the engine reports
-    def ref_started(self, name: str) -> None:
+    def ref_started(self, name: str, *, source_commit: str | None = None) -> None:
+        """Ref ``name`` (``"<kind> <name>"``) starts being advanced to ``source_commit``."""
         with self._lock:
-            self._state = replace(self._state, refs_in_flight=(*self._state.refs_in_flight, name))
+            s = self._total.state
+            self._total.state = replace(s, refs_in_flight=(*s.refs_in_flight, name))
+            self._refs[name] = (_Tally(Progress(self.mirror, refs_in_flight=(name,))), source_commit, self._clock())
+        self._tell_watchers()
 
     def ref_finished(self, name: str) -> None:
         with self._lock:
-            flying = list(self._state.refs_in_flight)
+            s = self._total.state
+            flying = list(s.refs_in_flight)
             if name in flying:
                 flying.remove(name)
-            self._state = replace(self._state, refs_in_flight=tuple(flying), refs_done=self._state.refs_done + 1)
+            self._total.state = replace(s, refs_in_flight=tuple(flying), refs_done=s.refs_done + 1)
+            self._refs.pop(name, None)
+        self._tell_watchers()
         self._tell(force=True)
 
-    def batch_planned(self, ranges: Iterable[RangeRef]) -> None:
-        """Ranges about to be transferred, with the object counts and sizes their metarange records."""
+    def batch_planned(self, ranges: Iterable[RangeRef], *, ref: str | None = None) -> None:
+        """Ranges about to be transferred (for ``ref``), with the object counts and sizes their metarange records."""
         refs = list(ranges)
         with self._lock:
-            s = self._state
-            self._state = replace(
-                s,
-                ranges_planned=s.ranges_planned + len(refs),
-                objects_planned=s.objects_planned + sum(r.count for r in refs),
-                bytes_planned=s.bytes_planned + sum(r.estimated_size for r in refs),
-            )
+            for tally in self._tallies(ref):
+                tally.planned(refs)
         self._tell()
 
-    def object_done(self, copied_bytes: int) -> None:
-        """One object copied (``copied_bytes``) or found present (0) on the copy pool."""
+    def object_done(self, copied_bytes: int, *, ref: str | None = None) -> None:
+        """One object copied (``copied_bytes``) or found present (0) on the copy pool (for ``ref``)."""
         with self._lock:
-            self._live_objects += 1
-            self._live_bytes += copied_bytes
+            for tally in self._tallies(ref):
+                tally.object_done(copied_bytes)
         self._tell()
 
-    def batch_done(self, *, ranges: int, objects: int, copied_bytes: int) -> None:
+    def batch_done(self, *, ranges: int, objects: int, copied_bytes: int, ref: str | None = None) -> None:
         """A batch returned with its exact figures: objects handled (copied, present or unchanged) and bytes
         copied, wherever it ran (a Spark transfer reports nothing one by one)."""
         with self._lock:
-            s = self._state
-            self._state = replace(
-                s,
-                ranges_done=s.ranges_done + ranges,
-                objects_done=s.objects_done + objects,
-                bytes_done=s.bytes_done + copied_bytes,
-            )
-            self._live_objects = max(0, self._live_objects - objects)
-            self._live_bytes = max(0, self._live_bytes - copied_bytes)
+            for tally in self._tallies(ref):
+                tally.batch_done(ranges, objects, copied_bytes)
         self._tell()
+
+    def _tallies(self, ref: str | None) -> list[_Tally]:
+        """The pass's tally and, for a ref in flight, the ref's own (under the lock)."""
+        own = self._refs.get(ref) if ref is not None else None
+        return [self._total] if own is None else [self._total, own[0]]
+
+    def _tell_watchers(self) -> None:
+        for watcher in self._watchers:
+            watcher()
 
     def _tell(self, *, force: bool = False) -> None:
         if not self._listeners:

@@ -14,13 +14,13 @@ then promises nothing: validation, which checks every object, is what lets a com
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..graveler.sstable import SSTableError
 from ..lakefs import LakeFSError
-from ..storage import Blockstore, StorageError, TransferPool
+from ..storage import Blockstore, CopyResult, StorageError, TransferPool
 from .copy_plan import plan_range_copies
 from .failpoints import failpoint
 from .range_changes import RangeReads, range_changes
@@ -106,13 +106,15 @@ def transfer_range(
     base_ranges: Sequence[str] = (),
     copy_objects: bool = True,
     reads: RangeReads | None = None,
+    on_result: Callable[[CopyResult], None] | None = None,
 ) -> RangeTransferSummary:
     """Copy one range's missing objects (read at ``commit_id``), then write its range file if all arrived;
     without ``copy_objects`` only count the objects awaited from the store's replication and put the range file.
 
     Never raises for a storage or data problem: the summary says what failed (the pool has already retried
     transient errors), and a range with any failure gets no range file, so its commit is not promoted.
-    ``reads`` (the engine's, in process) keeps the comparison with ``base_ranges`` for the pass's validation.
+    ``reads`` (the engine's, in process) keeps the comparison with ``base_ranges`` for the pass's validation;
+    ``on_result`` hears each of this range's objects that arrived (the engine's progress of its ref).
     """
     summary = RangeTransferSummary(range_id)
     try:
@@ -130,7 +132,7 @@ def transfer_range(
         summary.unchanged = copies.unchanged
         summary.full_address_count = copies.full_address_count
         summary.full_address_examples = copies.full_address_examples[:MAX_REPORTED]
-        result = pool.run(copies.tasks, copies.destination_stats)
+        result = pool.run(copies.tasks, copies.destination_stats, on_result=on_result)
         summary.copied, summary.skipped = result.copied, result.skipped
         summary.bytes_copied, summary.retried = result.bytes_copied, result.retries
         summary.checks = dict(result.checks)

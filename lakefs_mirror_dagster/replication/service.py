@@ -159,6 +159,8 @@ class ReplicationService:
             validator=validator,
             transferer=transferer,
             recorder=functools.partial(self.record_ref, mirror),
+            in_flight=self.mirrors,
+            mirror_id=mirror.id,
         )
         for listener, every_s in self._progress:
             engine.progress.listen(listener, every_s=every_s)

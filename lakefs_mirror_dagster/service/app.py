@@ -36,7 +36,7 @@ from ..mirrors import (
     MirrorState,
     NamespaceInUse,
 )
-from ..replication import ReplicationError, ReplicationService, describe_storages
+from ..replication import ReplicationError, ReplicationService, branch_progress, describe_storages
 from ..storage import InvalidStorageURI, StorageError
 from . import rbac
 from .auth import Authenticator, Identity, lakefs_verifier
@@ -69,17 +69,19 @@ class _State:
 
 
 def mirror_json(service: ReplicationService, mirror: Mirror) -> dict[str, Any]:
-    """A mirror as the API shows it: the stored definition plus each branch's mirrored commit and lag."""
+    """A mirror as the API shows it: the stored definition plus each branch's mirrored commit and lag, and the
+    progress of a sync advancing it right now (``in_flight``, null when idle)."""
     body = mirror.as_dict()
     body["branches"] = [
         {
             "branch": b.branch,
-            "mirrored_commit_id": b.mirrored_commit_id,
-            "source_commit_id": b.source_commit_id,
-            "lag_seconds": b.lag_seconds,
-            "promoted_at": b.promoted_at.isoformat() if b.promoted_at else None,
+            "mirrored_commit_id": b.record.mirrored_commit_id if b.record else None,
+            "source_commit_id": b.record.source_commit_id if b.record else None,
+            "lag_seconds": b.record.lag_seconds if b.record else None,
+            "promoted_at": b.record.promoted_at.isoformat() if b.record and b.record.promoted_at else None,
+            "in_flight": b.in_flight,
         }
-        for b in service.mirrors.get_branches(mirror.id)
+        for b in branch_progress(service.mirrors, mirror.id)
     ]
     return body
 

@@ -8,6 +8,7 @@ __all__ = [
     "REPOSITORY_NAME",
     "STORAGE_NAMESPACE",
     "ErrorBody",
+    "InFlightBody",
     "MirrorBody",
     "MirrorBranchBody",
     "MirrorCreation",
@@ -35,12 +36,32 @@ class MirrorCreation(BaseModel):
     storage_id: str = Field(default="", max_length=128, description="Destination store id (multi-store)")
 
 
+class InFlightBody(BaseModel):
+    """A sync advancing the branch right now, as its engine last wrote it (counters named as in its progress)."""
+
+    state: str = Field(description="in_flight, or stale: not updated for 60 s (its process died or hangs)")
+    source_commit_id: str = Field(description="The source commit the branch is being advanced to")
+    started_at: str
+    updated_at: str = Field(description="When the syncing process last wrote this (about every 5 s)")
+    updated_seconds_ago: float
+    ranges_planned: int
+    ranges_done: int
+    objects_planned: int
+    objects_done: int
+    bytes_planned: int = Field(description="Estimated from the metaranges: an upper bound of the bytes to copy")
+    bytes_done: int = Field(description="Bytes copied (objects already at the mirror cost none)")
+    elapsed_seconds: float
+    bytes_per_second: float
+    eta_seconds: float | None = Field(description="Time left at the rate so far; null before any rate, or stale")
+
+
 class MirrorBranchBody(BaseModel):
     branch: str
     mirrored_commit_id: str | None
     source_commit_id: str | None
     lag_seconds: float | None
     promoted_at: str | None
+    in_flight: InFlightBody | None = Field(description="The sync advancing this branch now; null when idle")
 
 
 class MirrorBody(BaseModel):

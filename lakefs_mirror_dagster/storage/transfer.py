@@ -294,12 +294,17 @@ class TransferPool:
         )
 
     def run(
-        self, tasks: Iterable[CopyTask], known_destinations: Mapping[str, ObjectStat | None] | None = None
+        self,
+        tasks: Iterable[CopyTask],
+        known_destinations: Mapping[str, ObjectStat | None] | None = None,
+        *,
+        on_result: Callable[[CopyResult], None] | None = None,
     ) -> TransferSummary:
         """Copy every task; failures are collected in the summary, never raised. ``known_destinations``
         (from ``listed_stats``) settles whether a destination already holds an object without a HEAD: a
         URI in it maps to the object's stat, or to None when it is absent. Copies are atomic, so what it
-        says stays true across retries."""
+        says stays true across retries. ``on_result`` hears each object of this run that arrived (after the
+        pool's own)."""
         known: Mapping[str, ObjectStat | None] = known_destinations or {}
         summary = TransferSummary()
         lock = threading.Lock()
@@ -332,8 +337,9 @@ class TransferPool:
                         summary.server_side += result.method == "server_side"
                         check = str(result.check or Check.SIZE)
                         summary.checks[check] = summary.checks.get(check, 0) + 1
-                if self._on_result is not None:
-                    self._on_result(result)
+                for hear in (self._on_result, on_result):
+                    if hear is not None:
+                        hear(result)
             finally:
                 slots.release()
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 
 def _status(config: Path, tmp_path: Path, *extra: str) -> tuple[int, dict[str, dict], list[str]]:
-    done = run_cli("--config", str(config), "status", "--recent", "0", *extra, cwd=tmp_path)
+    done = run_cli("--config", str(config), "status", "--json", "--recent", "0", *extra, cwd=tmp_path)
     branches = {b["branch"]: b for m in json.loads(done.stdout) for b in m["branches"]}
     return done.returncode, branches, done.stderr.splitlines()
 
