@@ -66,3 +66,15 @@ def db_config(request: pytest.FixtureRequest, tmp_path: Path) -> MirrorsDatabase
 def store(db_config: MirrorsDatabaseConfig) -> Iterator[MirrorsDatabase]:
     with open_mirrors_database(db_config) as opened:
         yield opened
+
+
+def mirror_id_in(store: MirrorsDatabase, name: str = "mirror") -> str:
+    """The id of a new mirror ``name`` in ``store`` (for tests of what is kept per mirror)."""
+    return store.create_mirror(
+        organization_id="org",
+        source_region="east",
+        source_repository="repo",
+        name=name,
+        destination_region="west",
+        storage_namespace=f"s3://bucket/{name}",
+    ).id

@@ -9,22 +9,13 @@ import pytest
 
 from lakefs_mirror_dagster.mirrors import InvalidMirrorSpec, MirrorsDatabase
 
+from .conftest import mirror_id_in
+
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def _mirror_id(store: MirrorsDatabase) -> str:
-    return store.create_mirror(
-        organization_id="org",
-        source_region="east",
-        source_repository="repo",
-        name="mirror",
-        destination_region="west",
-        storage_namespace="s3://bucket/mirror",
-    ).id
-
-
 def test_first_sighting_is_kept_and_a_complete_pass_sweeps_the_rest(store: MirrorsDatabase) -> None:
-    mid = _mirror_id(store)
+    mid = mirror_id_in(store)
     assert store.note_missing(mid, ["data/a", "data/b"], T0) == {"data/a": T0, "data/b": T0}
     later = T0 + timedelta(hours=1)
     assert store.note_missing(mid, ["data/a", "data/c"], later) == {"data/a": T0, "data/c": later}
@@ -37,7 +28,7 @@ def test_first_sighting_is_kept_and_a_complete_pass_sweeps_the_rest(store: Mirro
 
 
 def test_bad_input_is_refused_and_changes_nothing(store: MirrorsDatabase) -> None:
-    mid = _mirror_id(store)
+    mid = mirror_id_in(store)
     with pytest.raises(InvalidMirrorSpec, match="timezone-aware"):
         store.note_missing(mid, ["data/a"], datetime(2026, 1, 1))
     with pytest.raises(InvalidMirrorSpec, match="relative address"):

@@ -12,18 +12,9 @@ from sqlalchemy import create_engine, inspect
 from lakefs_mirror_dagster.mirrors import InvalidMirrorSpec, MirrorNotFound, MirrorsDatabase, MirrorStore, RefInFlight
 from lakefs_mirror_dagster.mirrors.schema import refs_in_flight
 
+from .conftest import mirror_id_in
+
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def _mirror_id(store: MirrorsDatabase, name: str = "mirror") -> str:
-    return store.create_mirror(
-        organization_id="org",
-        source_region="east",
-        source_repository="repo",
-        name=name,
-        destination_region="west",
-        storage_namespace=f"s3://bucket/{name}",
-    ).id
 
 
 def _record(mirror_id: str, **overrides: object) -> RefInFlight:
@@ -43,7 +34,7 @@ def _record(mirror_id: str, **overrides: object) -> RefInFlight:
 
 
 def test_a_record_is_overwritten_read_back_and_cleared(store: MirrorsDatabase) -> None:
-    mid, other = _mirror_id(store), _mirror_id(store, "other")
+    mid, other = mirror_id_in(store), mirror_id_in(store, "other")
     assert store.refs_in_flight(mid) == []
     store.put_in_flight(_record(mid))
     later = _record(mid, updated_at=T0 + timedelta(seconds=5), ranges_done=1, objects_done=7, bytes_done=9 * 10**12)
@@ -59,7 +50,7 @@ def test_a_record_is_overwritten_read_back_and_cleared(store: MirrorsDatabase) -
 
 
 def test_bad_records_and_unknown_mirrors_are_refused_and_change_nothing(store: MirrorsDatabase) -> None:
-    mid = _mirror_id(store)
+    mid = mirror_id_in(store)
     for bad, message in [
         (_record(mid, kind="commit"), "ref kind"),
         (_record(mid, ref=""), "invalid branch name"),
@@ -76,7 +67,7 @@ def test_bad_records_and_unknown_mirrors_are_refused_and_change_nothing(store: M
 
 
 def test_records_go_with_their_mirror(store: MirrorsDatabase) -> None:
-    mid = _mirror_id(store)
+    mid = mirror_id_in(store)
     store.put_in_flight(_record(mid))
     assert store.delete_mirror(mid)
     assert store.refs_in_flight(mid) == []
@@ -87,7 +78,7 @@ def test_records_go_with_their_mirror(store: MirrorsDatabase) -> None:
 def test_a_database_of_an_older_version_gets_the_table(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'old.db'}"
     with MirrorStore(url) as old:
-        mid = _mirror_id(old)
+        mid = mirror_id_in(old)
     engine = create_engine(url)
     with engine.begin() as conn:
         refs_in_flight.drop(conn)  # as a version before this table left it

@@ -17,6 +17,7 @@ from lakefs_mirror_dagster.graveler.records import RangeRef
 from lakefs_mirror_dagster.mirrors import MirrorStore, RefInFlight
 from lakefs_mirror_dagster.replication.in_flight import InFlightRecorder, in_flight_line, in_flight_view
 from lakefs_mirror_dagster.replication.progress import ProgressReporter
+from tests.mirrors.conftest import mirror_id_in
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -56,30 +57,23 @@ def test_each_ref_counts_its_own_objects_and_the_pass_counts_them_all() -> None:
 
 def test_the_recorder_keeps_a_ref_in_flight_in_the_database_and_removes_it_when_done(tmp_path: Path) -> None:
     with MirrorStore(f"sqlite:///{tmp_path / 'mirrors.db'}") as store:
-        mirror = store.create_mirror(
-            organization_id="o",
-            source_region="east",
-            source_repository="repo",
-            name="mirror",
-            destination_region="west",
-            storage_namespace="s3://b/m",
-        )
+        mirror_id = mirror_id_in(store)
         progress = ProgressReporter("mirror")
-        InFlightRecorder(store, mirror.id, progress, lock=threading.Lock(), every_s=0.2)
+        InFlightRecorder(store, mirror_id, progress, lock=threading.Lock(), every_s=0.2)
         progress.ref_started("branch main", source_commit="c" * 64)
         progress.batch_planned(_ranges(6), ref="branch main")
-        _until(lambda: [r.objects_planned for r in store.refs_in_flight(mirror.id)] == [6])
-        [first] = store.refs_in_flight(mirror.id)
+        _until(lambda: [r.objects_planned for r in store.refs_in_flight(mirror_id)] == [6])
+        [first] = store.refs_in_flight(mirror_id)
         assert (first.kind, first.ref, first.source_commit_id, first.objects_done) == ("branch", "main", "c" * 64, 0)
         progress.object_done(1000, ref="branch main")
         progress.object_done(1000, ref="branch main")
         # Written again at the cadence (a heartbeat too): same start, newer updated_at, the objects done.
-        _until(lambda: [r.objects_done for r in store.refs_in_flight(mirror.id)] == [2])
-        [later] = store.refs_in_flight(mirror.id)
+        _until(lambda: [r.objects_done for r in store.refs_in_flight(mirror_id)] == [2])
+        [later] = store.refs_in_flight(mirror_id)
         assert later.started_at == first.started_at and later.updated_at > first.updated_at
         assert later.bytes_done == 2000
         progress.ref_finished("branch main")
-        _until(lambda: store.refs_in_flight(mirror.id) == [])
+        _until(lambda: store.refs_in_flight(mirror_id) == [])
 
 
 class _BrokenStore:
