@@ -32,7 +32,8 @@ pytestmark = pytest.mark.integration
 OBJECTS = 6
 
 
-def _poll(read: Callable[[], Any], done: Callable[[Any], bool], timeout_s: float = 30.0) -> Any:
+def _poll(read: Callable[[], Any], done: Callable[[Any], bool], timeout_s: float = 120.0) -> Any:
+    """``read()`` until ``done`` says so (a loaded machine starts the sync process slowly: a generous bound)."""
     deadline = time.monotonic() + timeout_s
     while True:
         value = read()
