@@ -20,7 +20,7 @@ __all__ = ["COUNTERS", "REF_KINDS", "RefInFlight", "check_in_flight"]
 #: The kinds of refs an engine advances (``replication.results.RefKind`` values).
 REF_KINDS = ("branch", "tag")
 #: The progress counters, named as ``replication.progress.Progress`` names them.
-COUNTERS = ("ranges_planned", "ranges_done", "objects_planned", "objects_done", "bytes_planned", "bytes_done")
+COUNTERS = ("ranges_planned", "ranges_done", "objects_planned", "objects_done", "bytes_done")
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,6 @@ class RefInFlight:
     ranges_done: int = 0
     objects_planned: int = 0
     objects_done: int = 0
-    bytes_planned: int = 0
     bytes_done: int = 0
 
     def counters(self) -> dict[str, int]:

@@ -171,6 +171,5 @@ refs_in_flight = Table(
     Column("ranges_done", BigInteger, nullable=False),
     Column("objects_planned", BigInteger, nullable=False),
     Column("objects_done", BigInteger, nullable=False),
-    Column("bytes_planned", BigInteger, nullable=False),
     Column("bytes_done", BigInteger, nullable=False),
 )

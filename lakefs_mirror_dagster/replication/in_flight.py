@@ -187,7 +187,6 @@ def in_flight_view(
         ranges_done=record.ranges_done,
         objects_planned=record.objects_planned,
         objects_done=record.objects_done,
-        bytes_planned=record.bytes_planned,
         bytes_done=record.bytes_done,
         elapsed_seconds=(record.updated_at - record.started_at).total_seconds(),
     )
@@ -210,7 +209,7 @@ def in_flight_line(view: dict[str, Any]) -> str:
     eta = view["eta_seconds"]
     figures = (
         f"objects {view['objects_done']}/{view['objects_planned']}, ranges {view['ranges_done']}/"
-        f"{view['ranges_planned']}, {view['bytes_done'] / 1e6:.1f} of up to {view['bytes_planned'] / 1e6:.1f} MB"
+        f"{view['ranges_planned']}, {view['bytes_done'] / 1e6:.1f} MB copied"
     )
     target = str(view["source_commit_id"])[:16]
     if view["state"] == "stale":

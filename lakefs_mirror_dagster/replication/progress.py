@@ -1,11 +1,12 @@
 """Progress of one engine's work, so a long backfill is never silent: ranges, objects and bytes done of planned.
 
-The engine plans a commit's new ranges from its metarange, whose records carry each range's object count and
-estimated size, so totals are known before the first object is copied. Objects count as they finish on the
-copy pool; the ranges of a batch that ran elsewhere (Spark) count when the batch returns. Counters are shared
-by the engine's branch threads (one lock), in all and per ref in flight. A listener (the CLI's display, a Dagster
-run's log, the in-flight records of ``in_flight.py``) gets a snapshot at most every ``every_s`` seconds, plus one
-when a ref finishes; a watcher hears each ref start and finish.
+The engine plans a commit's new ranges from its metarange, whose records carry each range's object count, so
+the object total is known before the first object is copied. Bytes are counted as they are copied, with no
+total: a metarange records the size of each range *file*, not of the objects it lists. Objects count as they
+finish on the copy pool; the ranges of a batch that ran elsewhere (Spark) count when the batch returns. Counters
+are shared by the engine's branch threads (one lock), in all and per ref in flight. A listener (the CLI's display,
+a Dagster run's log, the in-flight records of ``in_flight.py``) gets a snapshot at most every ``every_s`` seconds,
+plus one when a ref finishes; a watcher hears each ref start and finish.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ class Progress:
     ranges_done: int = 0
     objects_planned: int = 0
     objects_done: int = 0
-    bytes_planned: int = 0
     bytes_done: int = 0
     elapsed_seconds: float = 0.0
 
@@ -56,7 +56,7 @@ class Progress:
         return (
             f"mirror {self.mirror}: ranges {self.ranges_done}/{self.ranges_planned}, "
             f"objects {self.objects_done}/{self.objects_planned}, "
-            f"{_mb(self.bytes_done)} MB copied (of up to {_mb(self.bytes_planned)}), "
+            f"{_mb(self.bytes_done)} MB copied, "
             f"{_mb(self.bytes_per_second):.1f} MB/s, "
             f"eta {'-' if eta is None else f'{eta:.0f}s'}, {self.elapsed_seconds:.0f}s elapsed"
             + (f", syncing {refs}" if refs else "")
@@ -96,7 +96,6 @@ class _Tally:
             s,
             ranges_planned=s.ranges_planned + len(refs),
             objects_planned=s.objects_planned + sum(r.count for r in refs),
-            bytes_planned=s.bytes_planned + sum(r.estimated_size for r in refs),
         )
 
     def object_done(self, copied_bytes: int) -> None:
@@ -179,7 +178,7 @@ class ProgressReporter:
         self._tell(force=True)
 
     def batch_planned(self, ranges: Iterable[RangeRef], *, ref: str | None = None) -> None:
-        """Ranges about to be transferred (for ``ref``), with the object counts and sizes their metarange records."""
+        """Ranges about to be transferred (for ``ref``), with the object counts their metarange records."""
         refs = list(ranges)
         with self._lock:
             for tally in self._tallies(ref):

@@ -48,7 +48,6 @@ class InFlightBody(BaseModel):
     ranges_done: int
     objects_planned: int
     objects_done: int
-    bytes_planned: int = Field(description="Estimated from the metaranges: an upper bound of the bytes to copy")
     bytes_done: int = Field(description="Bytes copied (objects already at the mirror cost none)")
     elapsed_seconds: float
     bytes_per_second: float

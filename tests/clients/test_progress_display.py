@@ -8,17 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import re
-import select
-import subprocess
 import sys
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from lakefs_mirror_devenv.terminal import run_in_terminal
 
 from tests.cli_process import run_cli
 
@@ -47,37 +43,9 @@ def _source(clients_for: Callable[[str], RegionClients], new_repo: Callable[...,
 def _in_terminal(args: list[str], timeout_s: float = 120) -> tuple[int, str]:
     """Run the CLI with stdout and stderr on a pseudo-terminal (as in an operator's shell); its exit code and
     everything it drew."""
-    leader, follower = pty.openpty()
     env = dict(os.environ, PYTHONPATH=str(_CHECKOUT), COLUMNS="160", TERM="xterm")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lakefs_mirror_dagster.cli", *args],
-        stdout=follower,
-        stderr=follower,
-        stdin=subprocess.DEVNULL,
-        env=env,
-    )
-    os.close(follower)
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([leader], [], [], 0.5)
-            if ready:
-                try:
-                    data = os.read(leader, 65536)
-                except OSError:  # the terminal closed: the process is done
-                    break
-                if not data:
-                    break
-                chunks.append(data)
-            elif proc.poll() is not None:
-                break
-        code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        os.close(leader)
-    return code, b"".join(chunks).decode(errors="replace")
+    run = run_in_terminal([sys.executable, "-m", "lakefs_mirror_dagster.cli", *args], env=env, timeout_s=timeout_s)
+    return run.returncode, run.text
 
 
 def test_sync_shows_a_live_display_on_a_terminal_and_progress_lines_elsewhere(
@@ -91,9 +59,8 @@ def test_sync_shows_a_live_display_on_a_terminal_and_progress_lines_elsewhere(
     config = str(config_path("region-c"))
 
     on_terminal = new_mirror(repo, "region-c")
-    code, screen = _in_terminal(["--config", config, "sync", "--once", "--mirror", on_terminal])
-    assert code == 0, screen[-3000:]
-    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen)  # the display's cursor moves and colours
+    code, plain = _in_terminal(["--config", config, "sync", "--once", "--mirror", on_terminal])
+    assert code == 0, plain[-3000:]
     assert f"{OBJECTS}/{OBJECTS} objects" in plain, plain[-2000:]
     assert "ranges 1/1" in plain and "MB copied" in plain
     assert "━" in plain  # the bar itself

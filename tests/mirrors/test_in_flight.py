@@ -27,7 +27,7 @@ def _record(mirror_id: str, **overrides: object) -> RefInFlight:
         "updated_at": T0,
         "ranges_planned": 3,
         "objects_planned": 5_000_000_000,  # past 32 bits: counts of a huge backfill
-        "bytes_planned": 10**13,
+        "bytes_done": 10**13,
         **overrides,
     }
     return RefInFlight(**fields)  # type: ignore[arg-type]
@@ -37,7 +37,7 @@ def test_a_record_is_overwritten_read_back_and_cleared(store: MirrorsDatabase) -
     mid, other = mirror_id_in(store), mirror_id_in(store, "other")
     assert store.refs_in_flight(mid) == []
     store.put_in_flight(_record(mid))
-    later = _record(mid, updated_at=T0 + timedelta(seconds=5), ranges_done=1, objects_done=7, bytes_done=9 * 10**12)
+    later = _record(mid, updated_at=T0 + timedelta(seconds=5), ranges_done=1, objects_done=7, bytes_done=2 * 10**13)
     store.put_in_flight(later)
     tag = _record(mid, kind="tag", ref="v1.0")
     store.put_in_flight(tag)

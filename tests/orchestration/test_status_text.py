@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 from lakefs_mirror_dagster.mirrors import RefInFlight
@@ -12,7 +13,9 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _flight(updated_s: float, now_s: float) -> dict[str, object]:
-    record = RefInFlight("m", "branch", "dev", "b" * 64, T0, T0 + timedelta(seconds=updated_s), 1, 0, 40, 10, 4000, 900)
+    updated = T0 + timedelta(seconds=updated_s)
+    record = RefInFlight("m", "branch", "dev", "b" * 64, T0, updated, ranges_planned=1, objects_planned=40)
+    record = dataclasses.replace(record, objects_done=10, bytes_done=2_500_000)
     return in_flight_view(record, T0 + timedelta(seconds=now_s))
 
 
@@ -26,10 +29,10 @@ def test_text_shows_each_branch_and_what_is_in_flight() -> None:
     assert format_status(report).splitlines() == [
         "mirror west (active) of us-east-1/sales",
         "  branch dev: not mirrored yet",
-        "    in flight to bbbbbbbbbbbbbbbb: objects 10/40, ranges 0/1, 0.0 of up to 0.0 MB, eta 59s, 20s elapsed",
+        "    in flight to bbbbbbbbbbbbbbbb: objects 10/40, ranges 0/1, 2.5 MB copied, eta 59s, 20s elapsed",
         "  branch main: in sync at aaaaaaaaaaaaaaaa, lag 1.5s",
         "  branch old: behind cccccccccccccccc for 30s (mirror at dddddddddddddddd)",
-        "    STALE: was syncing to bbbbbbbbbbbbbbbb (objects 10/40, ranges 0/1, 0.0 of up to 0.0 MB), not updated "
+        "    STALE: was syncing to bbbbbbbbbbbbbbbb (objects 10/40, ranges 0/1, 2.5 MB copied), not updated "
         "for 480s: its process died or lost the database",
     ]
     # A branch whose first sync is in flight has nothing recorded yet: freshness judges it once that sync ends.

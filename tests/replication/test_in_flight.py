@@ -122,7 +122,6 @@ def test_a_record_not_written_for_a_while_reads_as_stale() -> None:
         ranges_planned=2,
         objects_planned=100,
         objects_done=25,
-        bytes_planned=10**6,
         bytes_done=2 * 10**5,
     )
     fresh = in_flight_view(record, T0 + timedelta(seconds=12), stale_after_s=60)

@@ -98,7 +98,7 @@ def test_a_branch_in_flight_shows_its_progress_in_the_api_and_status(
             flight = held["in_flight"]
             assert (flight["state"], flight["source_commit_id"]) == ("in_flight", head)
             assert flight["objects_planned"] == OBJECTS and flight["objects_done"] < OBJECTS
-            assert flight["ranges_planned"] == 1 and flight["bytes_planned"] > 0
+            assert flight["ranges_planned"] == 1
             assert held["mirrored_commit_id"] is None  # its first sync has not promoted anything yet
 
             status = run_cli("--config", str(west), "status", "--json", "--recent", "0", cwd=tmp_path)
