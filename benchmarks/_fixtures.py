@@ -150,6 +150,22 @@ class BuiltRepository:
         return self.objects * self.object_size
 
 
+#: Objects bigger than this are uploaded from one file on disk (same bytes for each) instead of from memory.
+IN_MEMORY_MAX = 256 * 1024 * 1024
+
+
+@contextlib.contextmanager
+def _payload_file(size: int) -> Iterator[Path]:
+    """A temp file of ``size`` bytes (a random 16 MiB block repeated), deleted afterwards."""
+    block = os.urandom(min(size, 16 * 1024 * 1024))
+    with tempfile.TemporaryDirectory(prefix="bench-payload-") as tmp:
+        path = Path(tmp) / "payload"
+        with path.open("wb") as out:
+            for start in range(0, size, len(block)):
+                out.write(block[: size - start])
+        yield path
+
+
 def _payload_factory(size: int) -> Callable[[int], bytes]:
     """Distinct bytes per object without generating ``size`` random bytes each time: a shared random block
     with the object's index stamped at the front."""
@@ -191,7 +207,9 @@ def build_repository(
     api = lakefs_sdk.ApiClient(conf)
     staging = lakefs_sdk.StagingApi(api)
     s3 = _s3_client(minio, threads)
-    payload = _payload_factory(object_size)
+    stack = contextlib.ExitStack()
+    big_body = stack.enter_context(_payload_file(object_size)) if object_size > IN_MEMORY_MAX else None
+    payload = _payload_factory(object_size) if big_body is None else None
     done = 0
     lock = threading.Lock()
 
@@ -200,7 +218,12 @@ def build_repository(
         path = object_path(prefix, i)
         location = staging.get_physical_address(name, "main", path)
         bucket, key = split_s3_uri(location.physical_address)
-        etag = s3.put_object(Bucket=bucket, Key=key, Body=payload(i))["ETag"].strip('"')
+        if payload is not None:
+            etag = s3.put_object(Bucket=bucket, Key=key, Body=payload(i))["ETag"].strip('"')
+        else:
+            assert big_body is not None
+            with big_body.open("rb") as body:
+                etag = s3.put_object(Bucket=bucket, Key=key, Body=body)["ETag"].strip('"')
         staging.link_physical_address(
             name,
             "main",
@@ -226,6 +249,7 @@ def build_repository(
     finally:
         api.close()
         client.close()
+        stack.close()
     built = BuiltRepository(name, namespace, commit.id, objects, object_size, time.monotonic() - started)
     print(
         f"[build] {name}: {objects:,} x {object_size:,} B committed as {commit.id[:12]} in {built.seconds:.1f}s",

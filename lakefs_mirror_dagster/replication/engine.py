@@ -26,7 +26,7 @@ from ..graveler.ranges import iter_range_refs
 from ..graveler.records import RangeRef
 from ..lakefs import Commit, LakeFSClient, LakeFSNotFound
 from ..logs import log_fields
-from ..storage import Blockstore, CopyResult, ObjectStat, TransferPool
+from ..storage import DEFAULT_MAX_BYTES_IN_FLIGHT, Blockstore, CopyResult, ObjectStat, TransferPool
 from .branch_workers import serialized, sync_branches
 from .errors import ReplicationError
 from .failpoints import failpoint
@@ -74,6 +74,7 @@ class EngineSettings:
     """The config's knobs as the engine reads them (``ReplicationService.engine_settings`` builds them)."""
 
     concurrency: int = 16
+    max_bytes_in_flight: int = DEFAULT_MAX_BYTES_IN_FLIGHT
     strict_full_addresses: bool = False
     list_page_size: int = 1000
     validator_workers: int = 3
@@ -138,7 +139,11 @@ class MirrorEngine:
             source.client, source.repository, destination, mirror_repo, log_page_size=self.settings.log_page_size
         )
         self.progress = ProgressReporter(mirror_repo)  # callers listen (the CLI's display, a Dagster run's log)
-        self._pool = TransferPool(concurrency=self.settings.concurrency, on_result=self._object_done)
+        self._pool = TransferPool(
+            concurrency=self.settings.concurrency,
+            max_bytes_in_flight=self.settings.max_bytes_in_flight,
+            on_result=self._object_done,
+        )
 
     # ------------------------------------------------------------------ destination repository
     def ensure_mirror_repository(self) -> None:

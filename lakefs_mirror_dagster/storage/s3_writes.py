@@ -50,6 +50,9 @@ class S3Writes(S3Connection):
         needed = math.ceil(size / MAX_PARTS)
         return max(self.multipart_chunk_size, math.ceil(needed / MiB) * MiB)
 
+    def write_buffer_size(self, size: int) -> int:
+        return size + 1 if size < self.multipart_threshold else self._part_size(size)
+
     def write_stream(self, uri: str, stream: ReadableStream, size: int | None = None) -> ObjectStat:
         bucket, key = self._split(uri)
         if size is not None and size < 0:
