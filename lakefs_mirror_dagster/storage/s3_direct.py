@@ -141,7 +141,7 @@ class DirectS3Requests:
         assert response is not None
         return ResponseBody(response)
 
-    def put(self, bucket: str, key: str, data: bytes) -> urllib3.BaseHTTPResponse:
+    def put(self, bucket: str, key: str, data: bytes | bytearray) -> urllib3.BaseHTTPResponse:
         """A single-part PUT with Content-MD5, so the store refuses bytes damaged on the way."""
         headers = {
             **self._put_headers,
@@ -154,7 +154,14 @@ class DirectS3Requests:
         return response
 
     def _send(
-        self, method: str, bucket: str, key: str, body: bytes | None, headers: dict[str, str], *, not_found_ok: bool
+        self,
+        method: str,
+        bucket: str,
+        key: str,
+        body: bytes | bytearray | None,
+        headers: dict[str, str],
+        *,
+        not_found_ok: bool,
     ) -> urllib3.BaseHTTPResponse | None:
         url = self._base(bucket) + quote(key, safe="/~")
         for attempt in range(1, self._max_attempts + 1):
@@ -162,7 +169,7 @@ class DirectS3Requests:
                 response = self._pool.request(
                     method,
                     url,
-                    body=body,
+                    body=body,  # type: ignore[arg-type]  # urllib3 sends any bytes-like body (body_to_chunks)
                     headers=self._signed(method, url, body, headers),
                     preload_content=False,
                     decode_content=False,  # the object's bytes as stored, even with a Content-Encoding
@@ -183,7 +190,7 @@ class DirectS3Requests:
             self._backoff(attempt)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _signed(self, method: str, url: str, body: bytes | None, headers: dict[str, str]) -> dict[str, str]:
+    def _signed(self, method: str, url: str, body: bytes | bytearray | None, headers: dict[str, str]) -> dict[str, str]:
         credentials = self._credentials.get_frozen_credentials() if self._credentials is not None else None
         if credentials is None or not credentials.access_key:
             raise botocore.exceptions.NoCredentialsError()
