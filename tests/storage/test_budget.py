@@ -10,10 +10,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import boto3
-import botocore.config
 import pytest
 from boto3.s3.transfer import TransferConfig
+from lakefs_mirror_devenv.servers import path_style_s3_client
 
 from lakefs_mirror_dagster.storage import (
     Blockstore,
@@ -121,14 +120,7 @@ def test_objects_larger_than_a_tiny_budget_copy_between_minio_buckets_and_verify
     """Objects written by boto3 (one PUT, and multipart in 5 MiB parts) copied S3 -> S3 streamed, with a budget
     smaller than one object: each copy waits for the budget, every copy is checked against the writer's ETag."""
     src_bucket, dst_bucket = make_bucket("budget-src"), make_bucket("budget-dst")
-    writer = boto3.client(
-        "s3",
-        endpoint_url=s3_server.endpoint,
-        aws_access_key_id=s3_server.access_key,
-        aws_secret_access_key=s3_server.secret_key,
-        region_name="us-east-1",
-        config=botocore.config.Config(s3={"addressing_style": "path"}),
-    )
+    writer = path_style_s3_client(s3_server.endpoint, s3_server.access_key, s3_server.secret_key)
     objects = {f"ns/o{i}": os.urandom(12 * MiB + i) for i in range(4)}
     etags = {}
     for i, (key, data) in enumerate(objects.items()):
