@@ -150,6 +150,22 @@ class BuiltRepository:
         return self.objects * self.object_size
 
 
+#: Objects bigger than this are uploaded from one file on disk (same bytes for each) instead of from memory.
+IN_MEMORY_MAX = 256 * 1024 * 1024
+
+
+@contextlib.contextmanager
+def _payload_file(size: int) -> Iterator[Path]:
+    """A temp file of ``size`` bytes (a random 16 MiB block repeated), deleted afterwards."""
+    block = os.urandom(min(size, 16 * 1024 * 1024))
+    with tempfile.TemporaryDirectory(prefix="bench-payload-") as tmp:
+        path = Path(tmp) / "payload"
+        with path.open("wb") as out:
+            for start in range(0, size, len(block)):
+                out.write(block[: size - start])
+        yield path
+
+
 def _payload_factory(size: int) -> Callable[[int], bytes]:
     """Distinct bytes per object without generating ``size`` random bytes each time: a shared random block
     with the object's index stamped at the front."""
@@ -191,7 +207,9 @@ def build_repository(
     api = lakefs_sdk.ApiClient(conf)
     staging = lakefs_sdk.StagingApi(api)
     s3 = _s3_client(minio, threads)
-    payload = _payload_factory(object_size)
+    stack = contextlib.ExitStack()
+    big_body = stack.enter_context(_payload_file(object_size)) if object_size > IN_MEMORY_MAX else None
+    payload = _payload_factory(object_size) if big_body is None else None
     done = 0
     lock = threading.Lock()
 
@@ -200,7 +218,12 @@ def build_repository(
         path = object_path(prefix, i)
         location = staging.get_physical_address(name, "main", path)
         bucket, key = split_s3_uri(location.physical_address)
-        etag = s3.put_object(Bucket=bucket, Key=key, Body=payload(i))["ETag"].strip('"')
+        if payload is not None:
+            etag = s3.put_object(Bucket=bucket, Key=key, Body=payload(i))["ETag"].strip('"')
+        else:
+            assert big_body is not None
+            with big_body.open("rb") as body:
+                etag = s3.put_object(Bucket=bucket, Key=key, Body=body)["ETag"].strip('"')
         staging.link_physical_address(
             name,
             "main",
@@ -226,6 +249,7 @@ def build_repository(
     finally:
         api.close()
         client.close()
+        stack.close()
     built = BuiltRepository(name, namespace, commit.id, objects, object_size, time.monotonic() - started)
     print(
         f"[build] {name}: {objects:,} x {object_size:,} B committed as {commit.id[:12]} in {built.seconds:.1f}s",
@@ -292,6 +316,7 @@ class ChildRun:
     stdout: str
     stderr: str
     seconds: float
+    #: ``ru_maxrss``: includes the parent's RSS the child had until its ``exec`` (see ``sync_in_child``).
     peak_rss_bytes: int
     cpu_seconds: float
 
@@ -345,13 +370,18 @@ class ChildSync:
 
 
 def sync_in_child(config: Path, mirror: str, *, timeout_s: float = 3600.0) -> ChildSync:
-    """Run one ``ReplicationService.sync`` of ``mirror`` in a fresh Python process; report its peak RSS
-    (``ru_maxrss`` of exactly that child), CPU time and wall time."""
+    """Run one ``ReplicationService.sync`` of ``mirror`` in a fresh Python process; report its peak RSS (the
+    child's own ``VmHWM``), CPU time and wall time.
+
+    Not ``ru_maxrss``: Linux records the RSS of the memory a child had before ``exec`` (the parent's, shared
+    after ``fork``/``vfork``) in its ``ru_maxrss``, so a benchmark that built large objects in memory measured
+    itself: 20 x 64 MiB "peaked" at 1.28 GB whatever the child did."""
     argv = [sys.executable, str(Path(__file__).resolve()), "sync", "--config", str(config), "--mirror", mirror]
     run = run_child(argv, timeout_s=timeout_s, what=f"sync of {mirror}")
     if run.returncode != 0:
         raise RuntimeError(f"sync child failed ({run.returncode}): {run.stderr[-3000:]}")
-    return ChildSync(run.seconds, run.peak_rss_bytes, run.cpu_seconds, json.loads(run.stdout))
+    result = json.loads(run.stdout)
+    return ChildSync(run.seconds, result["peak_rss_bytes"], run.cpu_seconds, result)
 
 
 def _proc_cpu_seconds(pid: int) -> float:
@@ -390,6 +420,14 @@ def run_sync(config: Path, mirror: str) -> tuple[float, MirrorSyncResult, dict[s
     return seconds, result, reads
 
 
+def _own_peak_rss() -> int:
+    """This process's peak RSS since its ``exec`` (``VmHWM``; see ``sync_in_child`` for why not ``ru_maxrss``)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # not Linux: the best there is
+
+
 def _child_main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="_fixtures.py sync")
     parser.add_argument("command", choices=["sync"])
@@ -404,7 +442,7 @@ def _child_main(argv: list[str]) -> None:
         "bytes_copied": sum(s.bytes_copied for s in stats),
         "ranges_validated": sum(s.ranges_validated for s in stats),
         "metadata_reads": reads,
-        "self_maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "peak_rss_bytes": _own_peak_rss(),
     }
     print(json.dumps(summary))
 

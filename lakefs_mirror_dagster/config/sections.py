@@ -24,6 +24,7 @@ from .values import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_BYTES_IN_FLIGHT",
     "AuthApiConfig",
     "AuthCacheConfig",
     "AuthConfig",
@@ -171,11 +172,18 @@ class LakeFSFrontConfig:
     timeout: timedelta = field(default=timedelta(minutes=5), metadata=_meta(_positive_duration))
 
 
+#: Bytes buffered by all streamed copies of one engine at once (``storage/budget.py``): what bounds memory.
+#: Measured: 20 x 64 MiB and one 2 GiB object copied with the defaults peak below 512 MiB RSS
+#: (``benchmarks/peak_rss.py --case large20`` / ``--case huge``).
+DEFAULT_MAX_BYTES_IN_FLIGHT = 256 * MiB
+
+
 @dataclass(frozen=True, kw_only=True)
 class TransferConfig:
     """``transfer``: how objects and metadata files are moved (``copy``) or awaited (``external``)."""
 
     concurrency: int = field(default=16, metadata=_meta(_at_least(1)))
+    max_bytes_in_flight: ByteSize = field(default=DEFAULT_MAX_BYTES_IN_FLIGHT, metadata=_meta(_at_least(MiB)))
     multipart_threshold: ByteSize = field(
         default=64 * MiB, metadata=_meta(_between(1, 5 * GiB, "S3 single uploads stop at 5 GiB"))
     )

@@ -28,7 +28,7 @@ from ..graveler.ranges import iter_range_refs
 from ..graveler.records import RangeRef
 from ..lakefs import Commit, LakeFSClient, LakeFSNotFound
 from ..logs import log_fields
-from ..storage import Blockstore, CopyResult, ObjectStat, TransferPool
+from ..storage import DEFAULT_MAX_BYTES_IN_FLIGHT, Blockstore, CopyResult, ObjectStat, TransferPool
 from .branch_workers import serialized, sync_branches
 from .errors import ReplicationError
 from .failpoints import failpoint
@@ -77,6 +77,7 @@ class EngineSettings:
     """The config's knobs as the engine reads them (``ReplicationService.engine_settings`` builds them)."""
 
     concurrency: int = 16
+    max_bytes_in_flight: int = DEFAULT_MAX_BYTES_IN_FLIGHT
     strict_full_addresses: bool = False
     list_page_size: int = 1000
     validator_workers: int = 3
@@ -147,7 +148,9 @@ class MirrorEngine:
         self.progress = ProgressReporter(mirror_repo)  # callers listen (the CLI's display, a Dagster run's log)
         if in_flight is not None:  # the refs in flight in the mirrors database, for the API and ``status``
             InFlightRecorder(in_flight, mirror_id, self.progress, lock=lock)
-        self._pool = TransferPool(concurrency=self.settings.concurrency)
+        self._pool = TransferPool(
+            concurrency=self.settings.concurrency, max_bytes_in_flight=self.settings.max_bytes_in_flight
+        )
         #: The ref this thread is advancing (``"<kind> <name>"``), whose progress its objects count towards.
         self._syncing = threading.local()
 

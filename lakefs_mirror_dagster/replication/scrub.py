@@ -28,7 +28,14 @@ from ..graveler.range_id import verify_range_file
 from ..graveler.ranges import iter_entry_locations, iter_range_refs
 from ..graveler.sstable import SSTableError
 from ..lakefs import LakeFSError
-from ..storage import Blockstore, ChecksumMismatchError, CopyTask, StorageError, TransferPool
+from ..storage import (
+    DEFAULT_MAX_BYTES_IN_FLIGHT,
+    Blockstore,
+    ChecksumMismatchError,
+    CopyTask,
+    StorageError,
+    TransferPool,
+)
 from ..storage.checksums import Check, ContentHasher, ExpectedContent, RecordedChecksum, VerifyingReader
 from ..storage.uri import join_namespace
 from .errors import ReplicationError
@@ -115,6 +122,7 @@ class Scrubber:
         destination_namespace: str,
         source: RepositorySource,
         concurrency: int = 8,
+        max_bytes_in_flight: int = DEFAULT_MAX_BYTES_IN_FLIGHT,
         page_size: int = 1000,
     ) -> None:
         self.mirror_repo = mirror_repo
@@ -123,6 +131,7 @@ class Scrubber:
         self.namespace = destination_namespace
         self.source = source
         self.concurrency = max(1, concurrency)
+        self.max_bytes_in_flight = max_bytes_in_flight
         self.page_size = page_size
         self._part_sizes: tuple[int, ...] = ()  # multipart part sizes matched so far: one writer's objects share one
         self._lock = threading.Lock()
@@ -287,7 +296,10 @@ class Scrubber:
             src_store, src_uri = self.source.object_location(obj.commit_id, obj.key, obj.address)
             dst_uri = join_namespace(self.namespace, obj.address)
             tasks.append(CopyTask(src_store, src_uri, self.store, dst_uri, size=obj.size, etag=obj.checksum))
-        summary = TransferPool(concurrency=self.concurrency, skip_existing=False).run(tasks)
+        pool = TransferPool(
+            concurrency=self.concurrency, max_bytes_in_flight=self.max_bytes_in_flight, skip_existing=False
+        )
+        summary = pool.run(tasks)
         report.repaired += summary.copied
         report.unrepaired.extend(f.describe() for f in summary.failed[:MAX_REPORTED])
         if summary.copied:

@@ -117,6 +117,7 @@ class ReplicationService:
     def engine_settings(self) -> EngineSettings:
         return EngineSettings(
             concurrency=self.config.transfer.concurrency,
+            max_bytes_in_flight=self.config.transfer.max_bytes_in_flight,
             strict_full_addresses=self.config.transfer.strict_full_addresses,
             list_page_size=self.config.commit_sensor.list_branch_page_size,
             validator_workers=self.config.validator.num_workers,
@@ -299,6 +300,7 @@ class ReplicationService:
             destination_namespace=engine.dst_ns,
             source=engine.source,
             concurrency=engine.settings.concurrency,
+            max_bytes_in_flight=engine.settings.max_bytes_in_flight,
             page_size=engine.settings.list_page_size,
         )
 

@@ -21,7 +21,7 @@ from ..replication.failpoints import failpoint
 from ..replication.range_transfer import RangeTransferSummary, transfer_range
 from ..replication.results import TransferStats
 from ..replication.source import SourceReader
-from ..storage import TransferPool
+from ..storage import DEFAULT_MAX_BYTES_IN_FLIGHT, TransferPool
 from .errors import SparkTransferError
 
 __all__ = ["SparkRangeTransferer", "TransferTarget", "transfer_partition"]
@@ -37,6 +37,7 @@ class TransferTarget:
     source_namespace: str
     destination_namespace: str
     concurrency: int = 16
+    max_bytes_in_flight: int = DEFAULT_MAX_BYTES_IN_FLIGHT
 
 
 def transfer_partition(
@@ -56,7 +57,11 @@ def transfer_partition(
         client=client,
     )
     destination = secrets["destination_store"].build()
-    pool = TransferPool(concurrency=target.concurrency, on_result=lambda _r: failpoint("after_object_copy"))
+    pool = TransferPool(
+        concurrency=target.concurrency,
+        max_bytes_in_flight=target.max_bytes_in_flight,
+        on_result=lambda _r: failpoint("after_object_copy"),
+    )
     try:
         for range_id, base_ranges in ranges:
             yield transfer_range(

@@ -64,6 +64,7 @@ def spark_transferer_for(
         source_namespace=source.storage_namespace,
         destination_namespace=mirror.storage_namespace,
         concurrency=config.transfer.concurrency,
+        max_bytes_in_flight=config.transfer.max_bytes_in_flight,
     )
     spark_path = SparkRangeTransferer(
         session, _secrets_for(service, mirror), target, max_partitions=config.spark.transfer_max_partitions

@@ -7,6 +7,7 @@ The replication engine reads and writes objects by full storage URIs through ``B
 from typing import TYPE_CHECKING, Any
 
 from .base import Blockstore, ObjectInfo, ObjectStat, ReadableStream
+from .budget import DEFAULT_MAX_BYTES_IN_FLIGHT, ByteBudget
 from .checksums import Check, at_rest_check
 from .errors import (
     BucketNotFound,
@@ -33,9 +34,11 @@ if TYPE_CHECKING:
     from .gcs import GCSBlockstore
 
 __all__ = [
+    "DEFAULT_MAX_BYTES_IN_FLIGHT",
     "AzureBlockstore",
     "Blockstore",
     "BucketNotFound",
+    "ByteBudget",
     "Check",
     "ChecksumMismatchError",
     "CopyResult",

@@ -290,6 +290,9 @@ class AzureBlockstore(Blockstore):
             return self.multipart_chunk_size
         return math.ceil(needed / MiB) * MiB
 
+    def write_buffer_size(self, size: int) -> int:
+        return size + 1 if size < self.multipart_threshold else self._block_size(size)
+
     def write_stream(self, uri: str, stream: ReadableStream, size: int | None = None) -> ObjectStat:
         loc = self._locate(uri)
         if size is not None and size < 0:

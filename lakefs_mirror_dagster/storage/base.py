@@ -93,6 +93,12 @@ class Blockstore(ABC):
         """Objects whose URI starts with ``uri_prefix`` (a string prefix, as in S3: end it with ``/``
         to list a "directory" only)."""
 
+    def write_buffer_size(self, size: int) -> int:
+        """The most bytes ``write_stream`` holds in memory at once for an object of ``size`` bytes: its part
+        buffer (the whole object below a store's multipart threshold). A transfer pool's byte budget reserves
+        it for each streamed copy (``ByteBudget``)."""
+        return min(size, self.chunk_size)
+
     def part_size(self, uri: str) -> int | None:
         """The size of the first part of an object stored in several parts, where the store can tell (S3
         answers a HEAD of part 1); None otherwise. Only ever a hint for checking a multipart checksum."""

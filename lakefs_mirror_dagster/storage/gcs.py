@@ -350,6 +350,14 @@ class GCSBlockstore(Blockstore):
 
     # -- writes ------------------------------------------------------------------------------------
 
+    def _chunk_size(self, size: int) -> int:
+        """The resumable upload's chunk: far below GCS's limits on chunk count, 256 KiB-aligned."""
+        chunks_needed = math.ceil(size / 10_000)
+        return max(self.multipart_chunk_size, math.ceil(chunks_needed / GCS_CHUNK_ALIGNMENT) * GCS_CHUNK_ALIGNMENT)
+
+    def write_buffer_size(self, size: int) -> int:
+        return size + 1 if size < self.multipart_threshold else self._chunk_size(size)
+
     def write_stream(self, uri: str, stream: ReadableStream, size: int | None = None) -> ObjectStat:
         self._split(uri)
         if size is not None and size < 0:
@@ -378,11 +386,7 @@ class GCSBlockstore(Blockstore):
     def _resumable(self, uri: str, source: _UploadSource, size: int | None) -> ObjectStat:
         blob = self._blob(uri)
         if size is not None:
-            # stay far below GCS's limits on chunk count; the chunk size stays 256 KiB-aligned
-            chunks_needed = math.ceil(size / 10_000)
-            blob.chunk_size = max(
-                self.multipart_chunk_size, math.ceil(chunks_needed / GCS_CHUNK_ALIGNMENT) * GCS_CHUNK_ALIGNMENT
-            )
+            blob.chunk_size = self._chunk_size(size)
         try:
             # size=None: the SDK would otherwise send objects up to 8 MiB in one request, read in one piece;
             # the source enforces the announced size itself, before the upload is finalised

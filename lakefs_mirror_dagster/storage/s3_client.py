@@ -19,8 +19,9 @@ import botocore.session
 from .base import Blockstore
 from .checksums import S3_MIN_PART_SIZE
 from .errors import InvalidStorageURI, StorageConfigError, StorageError
-from .s3_direct import DirectS3Requests, uses_proxy
+from .s3_direct import uses_proxy
 from .s3_errors import map_s3_error
+from .s3_native import NativeS3Requests
 from .uri import parse_uri
 
 if TYPE_CHECKING:
@@ -150,14 +151,15 @@ class S3Connection(Blockstore):
         put_headers = {"x-amz-server-side-encryption": server_side_encryption} if server_side_encryption else {}
         if sse_kms_key_id:
             put_headers["x-amz-server-side-encryption-aws-kms-key-id"] = sse_kms_key_id
-        #: Object GET, single-part PUT and HEAD without boto3's per-request overhead (see s3_direct); requests
-        #: that must go through a proxy stay on boto3, which honours the proxy settings.
-        self._direct: DirectS3Requests | None = None
+        #: Object GET, single-part PUT and HEAD through obstore (see s3_native); requests that must go through a
+        #: proxy stay on boto3, which honours the proxy settings.
+        self._direct: NativeS3Requests | None = None
         if not uses_proxy(self._client.meta.endpoint_url):
-            self._direct = DirectS3Requests(
-                self._client,
-                session.get_credentials(),
-                max_pool_connections=max_pool_connections,
+            self._direct = NativeS3Requests(
+                session,
+                endpoint=self.endpoint,
+                region=self.region,
+                force_path_style=force_path_style,
                 connect_timeout=connect_timeout,
                 read_timeout=read_timeout,
                 verify_tls=verify_tls,

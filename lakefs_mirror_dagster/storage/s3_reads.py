@@ -1,6 +1,6 @@
 """Reads from S3: HEAD, streamed and whole-object GET, listing.
 
-Object GET and HEAD go through the direct-request path when there is one (see ``s3_direct``), else boto3.
+Object GET and HEAD go through obstore when there is no proxy (see ``s3_native``), else boto3.
 """
 
 from __future__ import annotations

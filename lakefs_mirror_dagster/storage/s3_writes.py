@@ -16,28 +16,30 @@ from .base import ObjectStat, ReadableStream
 from .errors import StorageError
 from .s3_client import MAX_PARTS, MiB, S3Connection
 from .s3_direct import S3ErrorResponse, as_client_error
-from .streams import read_exact, size_mismatch, strip_etag
+from .streams import fill, size_mismatch, strip_etag
 
 __all__ = ["S3Writes"]
 
 
-def _iter_parts(head: bytes, stream: ReadableStream, part_size: int) -> Iterator[bytes]:
+def _iter_parts(head: bytearray, stream: ReadableStream, part_size: int) -> Iterator[bytearray]:
     """Parts of exactly ``part_size`` bytes (the last may be shorter), read on demand.
 
-    ``head`` is what was already read to decide on multipart. Each part is read in one piece so that
-    at most about one part is held in memory (no growing buffer, no extra copies).
+    ``head`` is what was already read to decide on multipart. Each part is filled into one buffer, and the
+    previous one is dropped before the next is read, so that about one part is held in memory.
     """
     pending = head
     while len(pending) >= part_size:
         yield pending[:part_size]
-        pending = pending[part_size:]
+        del pending[:part_size]
     while True:
-        part = pending + read_exact(stream, part_size - len(pending)) if pending else read_exact(stream, part_size)
-        pending = b""
-        if not part:
+        part = fill(stream, part_size) if not pending else pending + fill(stream, part_size - len(pending))
+        pending = bytearray()
+        length = len(part)
+        if not length:
             return
         yield part
-        if len(part) < part_size:
+        del part
+        if length < part_size:
             return
 
 
@@ -50,17 +52,20 @@ class S3Writes(S3Connection):
         needed = math.ceil(size / MAX_PARTS)
         return max(self.multipart_chunk_size, math.ceil(needed / MiB) * MiB)
 
+    def write_buffer_size(self, size: int) -> int:
+        return size + 1 if size < self.multipart_threshold else self._part_size(size)
+
     def write_stream(self, uri: str, stream: ReadableStream, size: int | None = None) -> ObjectStat:
         bucket, key = self._split(uri)
         if size is not None and size < 0:
             raise ValueError(f"write {uri}: size must not be negative, got {size}")
         if size is not None and size < self.multipart_threshold:
-            data = read_exact(stream, size + 1)
+            data = fill(stream, size + 1)
             self._check_size(uri, size, len(data))
             return self._put(bucket, key, uri, data)
-        head = b""
+        head = bytearray()
         if size is None:
-            head = read_exact(stream, self.multipart_threshold)
+            head = fill(stream, self.multipart_threshold)
             if len(head) < self.multipart_threshold:
                 return self._put(bucket, key, uri, head)
         return self._multipart_upload(bucket, key, uri, head, stream, size)
@@ -70,7 +75,7 @@ class S3Writes(S3Connection):
         if expected is not None and got != expected:
             raise size_mismatch(uri, expected, None if got > expected else got)
 
-    def _put(self, bucket: str, key: str, uri: str, data: bytes) -> ObjectStat:
+    def _put(self, bucket: str, key: str, uri: str, data: bytes | bytearray) -> ObjectStat:
         etag: str | None
         try:
             if self._direct is None:
@@ -86,7 +91,7 @@ class S3Writes(S3Connection):
         return ObjectStat(size=len(data), etag=strip_etag(etag))
 
     def _multipart_upload(
-        self, bucket: str, key: str, uri: str, head: bytes, stream: ReadableStream, size: int | None
+        self, bucket: str, key: str, uri: str, head: bytearray, stream: ReadableStream, size: int | None
     ) -> ObjectStat:
         part_size = self._part_size(size)
         try:
@@ -108,8 +113,12 @@ class S3Writes(S3Connection):
                         "pass its size or raise multipart_chunk_size",
                         uri=uri,
                     )
-                response = self._client.upload_part(
-                    Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=body
+                response = self._client.upload_part(  # botocore takes a bytearray as is (validate.py)
+                    Bucket=bucket,
+                    Key=key,
+                    UploadId=upload_id,
+                    PartNumber=number,
+                    Body=body,  # type: ignore[arg-type]
                 )
                 parts.append({"ETag": response["ETag"], "PartNumber": number})
                 del body

@@ -8,10 +8,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Literal
 
 from .base import Blockstore, ObjectStat
+from .budget import DEFAULT_MAX_BYTES_IN_FLIGHT, ByteBudget
 from .checksums import Check, ExpectedContent, RecordedChecksum, VerifyingReader, at_rest_check
 from .errors import ChecksumMismatchError, ObjectNotFound, StorageAccessError, StorageError
 
@@ -50,6 +52,7 @@ def copy_object(
     part_sizes: tuple[int, ...] = (),
     discover: bool = False,
     previous_md5: str | None = None,
+    budget: ByteBudget | None = None,
 ) -> CopyResult:
     """Copy one object; server-side when the destination can reach the source, else streamed.
 
@@ -60,6 +63,8 @@ def copy_object(
     stored (``checksums``), and a destination that reports the MD5 of what it stored must report the MD5 of
     what was sent (ChecksumMismatchError). ``part_sizes``, ``discover`` and ``previous_md5`` say how hard to
     look for a multipart layout (``ExpectedContent``); with ``discover`` the source store is asked for its own.
+    A streamed copy reserves the destination's part buffer (``write_buffer_size``) from ``budget`` before it
+    opens the source and gives it back once the object is stored.
     """
     if allow_server_side and dst_store.same_endpoint_as(src_store):
         try:
@@ -85,7 +90,8 @@ def copy_object(
     if discover and (own := src_store.part_size(src_uri)) is not None:
         part_sizes = (own, *part_sizes)
     expected = ExpectedContent(etag, size, part_sizes, discover, previous_md5)
-    with src_store.open_read(src_uri) as stream:
+    held = budget.hold(dst_store.write_buffer_size(size)) if budget is not None else nullcontext()
+    with held, src_store.open_read(src_uri) as stream:
         reader = VerifyingReader(stream, expected, uri=src_uri)
         stat = dst_store.write_stream(dst_uri, reader, size)
     try:
@@ -177,14 +183,17 @@ class TransferPool:
     """Copies many objects on a bounded thread pool, skipping those already at the destination.
 
     At most ``concurrency`` copies run at once and at most ``2 * concurrency`` tasks are pending, so a
-    huge task iterable is consumed lazily. Transient errors are retried with capped exponential backoff
-    and jitter, at most ``max_attempts`` times per object; other errors fail the object immediately.
+    huge task iterable is consumed lazily. The part buffers of streamed copies together stay within
+    ``max_bytes_in_flight`` (``ByteBudget``), whatever the object sizes. Transient errors are retried with
+    capped exponential backoff and jitter, at most ``max_attempts`` times per object; other errors fail the
+    object immediately.
     """
 
     def __init__(
         self,
         *,
         concurrency: int = 8,
+        max_bytes_in_flight: int = DEFAULT_MAX_BYTES_IN_FLIGHT,
         max_attempts: int = 5,
         backoff_initial: float = 0.5,
         backoff_max: float = 10.0,
@@ -211,6 +220,8 @@ class TransferPool:
         #: At most ``concurrency`` copies at once across every ``run`` of this pool, also when several
         #: branches transfer at the same time: the bound on threads, connections and buffered parts.
         self._copying = threading.BoundedSemaphore(concurrency)
+        #: Bytes buffered by streamed copies, across every ``run`` of this pool (raises on a size below 1).
+        self.budget = ByteBudget(max_bytes_in_flight)
         #: Destinations being copied now, by any run: a second copy to one of them waits for the first and then
         #: finds it present (two branches syncing at once often need the same new object).
         self._in_flight: dict[str, threading.Event] = {}
@@ -291,6 +302,7 @@ class TransferPool:
             part_sizes=self._part_sizes,
             discover=discover,
             previous_md5=previous_md5,
+            budget=self.budget,
         )
 
     def run(

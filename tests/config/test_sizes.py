@@ -6,15 +6,25 @@ refused by the config and read as 64,000,000 by the registry); now a store only 
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import lakefs_mirror_dagster.storage as storage
-from lakefs_mirror_dagster.config import ConfigError, ReplicationConfig, load_config, parse_config
+from lakefs_mirror_dagster.config import (
+    ConfigError,
+    MirrorsDatabaseConfig,
+    ReplicationConfig,
+    SqliteSettings,
+    load_config,
+    parse_config,
+)
+from lakefs_mirror_dagster.replication import ReplicationService
 from lakefs_mirror_dagster.replication.service import store_spec
-from lakefs_mirror_dagster.storage import S3Blockstore, StorageConfigError, StoreSpec, build_blockstore
+from lakefs_mirror_dagster.storage import S3Blockstore, StorageConfigError, StoreSpec, TransferPool, build_blockstore
 
 MiB = 1024 * 1024
 
@@ -91,3 +101,15 @@ def test_the_spec_spark_broadcasts_is_typed_picklable_and_keeps_secrets_wrapped(
     assert isinstance(store, S3Blockstore) and store.multipart_chunk_size == 67108864
     credentials = store.client._request_signer._credentials  # type: ignore[attr-defined]
     assert credentials.secret_key == "store-secret-value"
+
+
+def test_max_bytes_in_flight_reaches_the_engines_transfer_budget(tmp_path: Path) -> None:
+    config = config_with(max_bytes_in_flight="64MiB")
+    database = MirrorsDatabaseConfig(sqlite=SqliteSettings(path=str(tmp_path / "mirrors.db")))
+    service = ReplicationService(dataclasses.replace(config, mirrors_database=database))
+    try:
+        settings = service.engine_settings()
+    finally:
+        service.close()
+    assert settings.max_bytes_in_flight == 64 * MiB
+    assert TransferPool(max_bytes_in_flight=settings.max_bytes_in_flight).budget.capacity == 64 * MiB
