@@ -142,8 +142,11 @@ class RunsAudit:
     max_parallel: int = 0
     #: Run keys that more than one run carries (the daemon should never create such runs).
     duplicate_run_keys: list[str] = field(default_factory=list)
-    #: ``branch@source commit`` requested by more than one run.
+    #: Runs per ``branch@source commit`` they were requested for (their tags), and those requested twice or more.
+    requested: Counter[str] = field(default_factory=Counter)
     duplicate_requests: list[str] = field(default_factory=list)
+    #: Asset checks the runs executed, by name (over all runs).
+    checks: Counter[str] = field(default_factory=Counter)
     #: Sensor ticks, and the run requests they repeated while that run was queued or in flight (skipped by key).
     ticks: int = 0
     rerequested_in_flight: int = 0
@@ -173,12 +176,13 @@ def audit_runs(instance: dg.DagsterInstance, mirror: str, sensor_name: str) -> R
     audit.succeeded = sum(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in records)
     keys = Counter(r.dagster_run.tags.get(RUN_KEY_TAG, "") for r in records)
     audit.duplicate_run_keys = sorted(k for k, n in keys.items() if n > 1)
-    requested = Counter(
+    audit.requested = Counter(
         f"{r.dagster_run.tags[BRANCH_TAG]}@{r.dagster_run.tags.get(SOURCE_COMMIT_TAG, '?')}"
         for r in records
         if BRANCH_TAG in r.dagster_run.tags
     )
-    audit.duplicate_requests = sorted(k for k, n in requested.items() if n > 1)
+    audit.duplicate_requests = sorted(k for k, n in audit.requested.items() if n > 1)
+    audit.checks = Counter(key.name for r in records for key in r.dagster_run.asset_check_selection or ())
     now = time.time()
     audit.max_parallel = max_overlap([(r.start_time, r.end_time or now) for r in records if r.start_time])
     if records:

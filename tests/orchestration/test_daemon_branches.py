@@ -22,6 +22,8 @@ from lakefs_mirror_devenv.replication_config import config_variant
 from lakefs_mirror_dagster.orchestration.mirroring import reconcile_mirrors
 from lakefs_mirror_dagster.replication import ReplicationService
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[2]
 MAX_CONCURRENT_RUNS = 4
 TIMEOUT_S = 600.0
@@ -72,6 +74,9 @@ def test_many_branches_converge_under_the_daemon_with_runs_in_parallel_and_no_du
     assert result.converged, f"not converged in {TIMEOUT_S:.0f}s, lagging {result.lagging[:10]}; see {log}"
     assert audit.duplicate_run_keys == [] and audit.duplicate_requests == []
     assert (audit.runs, audit.succeeded) == (len(heads), len(heads))  # one run per branch, each succeeded
+    assert dict(audit.requested) == {f"{b}@{h}": 1 for b, h in heads.items()}  # per the runs' tags
+    # Each run executes the blocking check only; the sensor evaluates `fresh` (it reads every branch) itself.
+    assert dict(audit.checks) == {"ranges_validated": len(heads)}
     assert dict(audit.materialized) == dict.fromkeys(heads, 1)
     assert audit.materialized_commits == heads
     # The queue ran several at once, never more than its limit.

@@ -25,6 +25,7 @@ from ...replication import ReplicationService, pending_block
 from ...replication.heads import branch_heads, tag_commits
 from ..resources import ReplicationResource
 from .branch_heads import branch_partitions, branch_partitions_name, mirror_asset_key
+from .checks import RANGES_VALIDATED
 from .tags import tags_asset_key, tags_digest
 
 __all__ = [
@@ -110,6 +111,9 @@ def scan_branches(
                 dg.RunRequest(
                     partition_key=name,
                     asset_selection=[mirror_asset_key(mirror.name)],
+                    # Only the blocking check: the ``fresh`` check reads every branch of the mirror, and the
+                    # sensor evaluates it each tick; in each branch's run it would cost O(branches) per run.
+                    asset_check_keys=[dg.AssetCheckKey(mirror_asset_key(mirror.name), RANGES_VALIDATED)],
                     run_key=run_key(mirror.name, name, source_head, mirror_head, block.attempts if block else 0),
                     tags={MIRROR_TAG: mirror.name, BRANCH_TAG: name, SOURCE_COMMIT_TAG: source_head or "deleted"},
                 )
