@@ -36,16 +36,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lakefs_mirror_devenv import DEFAULT_REGIONS, Environment, environment_up
+from lakefs_mirror_devenv.dagster_daemon import dagster_daemon, wait_runs_finished, write_instance_config
 from lakefs_mirror_devenv.environment import stop_environment
 from lakefs_mirror_devenv.processes import pid_alive, start_process, stop_pid
+from lakefs_mirror_devenv.replication_config import config_variant
 
 from lakefs_mirror_dagster.config import format_duration, parse_duration
 from lakefs_mirror_dagster.lakefs import LakeFSClient, LakeFSNotFound
+from lakefs_mirror_dagster.orchestration.mirroring import MIRROR_TAG, SOURCE_COMMIT_TAG
 from lakefs_mirror_dagster.replication import ReplicationService
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,12 +93,9 @@ def percentile(values: list[float], p: float) -> float:
 def _write_config(env: Environment, interval: str) -> Path:
     """The mirror region's replication config with the commit sensor / sync interval under test."""
     source = Path(env.state_dir) / f"replication-{MIRROR_REGION}.yaml"
-    data = yaml.safe_load(source.read_text())
-    data["commit_sensor"] = {**data.get("commit_sensor", {}), "process_branches_duration": interval}
-    path = Path(env.state_dir) / f"lag-{MIRROR_REGION}.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    path.chmod(0o600)
-    return path
+    return config_variant(
+        source, source.with_name(f"lag-{MIRROR_REGION}.yaml"), commit_sensor={"process_branches_duration": interval}
+    )
 
 
 def _client(env: Environment, region: str) -> LakeFSClient:
@@ -196,22 +194,20 @@ def _server(argv: list[str], log: Path, env: dict[str, str]) -> Iterator[Callabl
 def run_dagster(
     env: Environment, config_path: Path, work: Path, *, dequeue_interval: int | None = None, **kw: Any
 ) -> ModeResult:
+    import dagster as dg
+
     home = work / "dagster_home"
-    home.mkdir(parents=True, exist_ok=True)
-    instance_config: dict[str, Any] = {"telemetry": {"enabled": False}}
-    if dequeue_interval is not None:
-        instance_config["run_coordinator"] = {
-            "module": "dagster.core.run_coordinator",
-            "class": "QueuedRunCoordinator",
-            "config": {"dequeue_interval_seconds": dequeue_interval},
-        }
-    (home / "dagster.yaml").write_text(yaml.safe_dump(instance_config))
-    variables = {"DAGSTER_HOME": str(home), "LAKEFS_MIRROR_CONFIG": str(config_path)}
-    argv = [str(BIN / "dagster-daemon"), "run", "-w", str(ROOT / "workspace.yaml")]
-    print(f"[lag] dagster: {' '.join(argv)} (DAGSTER_HOME={home}, log {work / 'dagster-daemon.log'})", flush=True)
-    with _server(argv, work / "dagster-daemon.log", variables) as alive:
+    write_instance_config(home, dequeue_interval_seconds=dequeue_interval)
+    log = work / "dagster-daemon.log"
+    print(f"[lag] dagster: dagster-daemon run -w workspace.yaml (DAGSTER_HOME={home}, log {log})", flush=True)
+    with (
+        dagster_daemon(home, workspace=ROOT / "workspace.yaml", replication_config=config_path, log_path=log) as alive,
+        dg.DagsterInstance.from_config(str(home)) as instance,
+    ):
         result = _measure(env, "dagster", alive=alive, **kw)
-        _wait_runs_done(home)
+        # Let the last run finish (it tears Spark down after promoting) before the daemon is stopped.
+        if not wait_runs_finished(instance, timeout_s=180.0):
+            print("[lag] WARNING: runs still unfinished after 180s; stopping the daemon", flush=True)
     result.stages = _dagster_stages(home, result.samples)
     return result
 
@@ -257,10 +253,8 @@ def _dagster_stages(home: Path, samples: list[Sample]) -> list[dict[str, float]]
     stages: list[dict[str, float]] = []
     need = ("RUN_STARTING", "RUN_START", "STEP_START", "source_head", "ASSET_CHECK_EVALUATION", "ASSET_MATERIALIZATION")
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        for record in instance.get_run_records(filters=dg.RunsFilter(tags={"lakefs_mirror/mirror": MIRROR})):
-            # Run keys are <mirror>/<branch>/<source head>@<mirror head> (sensors/commits.py).
-            key = record.dagster_run.tags.get("dagster/run_key", "")
-            sample = by_commit.get(key.rsplit("/", 1)[-1].split("@")[0])
+        for record in instance.get_run_records(filters=dg.RunsFilter(tags={MIRROR_TAG: MIRROR})):
+            sample = by_commit.get(record.dagster_run.tags.get(SOURCE_COMMIT_TAG, ""))
             marks = _run_marks(instance, record.dagster_run.run_id)
             if sample is None or sample.mirrored_at is None or not all(k in marks for k in need):
                 continue
@@ -281,28 +275,6 @@ def _dagster_stages(home: Path, samples: list[Sample]) -> list[dict[str, float]]
                 }
             )
     return stages
-
-
-def _wait_runs_done(home: Path, timeout_s: float = 180.0) -> None:
-    """Let the last run finish (it tears Spark down after promoting) before the daemon is stopped."""
-    import dagster as dg
-
-    deadline = time.monotonic() + timeout_s
-    unfinished = [
-        dg.DagsterRunStatus.QUEUED,
-        dg.DagsterRunStatus.NOT_STARTED,
-        dg.DagsterRunStatus.STARTING,
-        dg.DagsterRunStatus.STARTED,
-        dg.DagsterRunStatus.CANCELING,
-    ]
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        for _ in range(int(timeout_s) + 1):
-            if not instance.get_run_records(filters=dg.RunsFilter(statuses=unfinished)):
-                return
-            if time.monotonic() > deadline:
-                print(f"[lag] WARNING: runs still unfinished after {timeout_s:.0f}s; stopping the daemon", flush=True)
-                return
-            time.sleep(1)
 
 
 # ---------------------------------------------------------------------------------------------- report

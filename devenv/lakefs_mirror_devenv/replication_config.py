@@ -15,7 +15,7 @@ import yaml
 
 from .environment import Environment
 
-__all__ = ["dynamodb_local_settings", "replication_config_dict", "write_replication_configs"]
+__all__ = ["config_variant", "dynamodb_local_settings", "replication_config_dict", "write_replication_configs"]
 
 
 def dynamodb_local_settings(dynamodb: dict[str, Any]) -> dict[str, Any]:
@@ -76,3 +76,14 @@ def write_replication_configs(env: Environment, *, mirrors_url: str | None = Non
         path.chmod(0o600)
         paths[region] = path
     return paths
+
+
+def config_variant(base: Path, out: Path, **sections: dict[str, Any]) -> Path:
+    """A copy of the config ``base`` at ``out`` (private) with the given keys of each section replaced, e.g.
+    ``commit_sensor={"process_branches_duration": "2s"}``; the section's other keys are kept."""
+    data = yaml.safe_load(base.read_text())
+    for name, values in sections.items():
+        data[name] = {**(data.get(name) or {}), **values}
+    out.write_text(yaml.safe_dump(data, sort_keys=False))
+    out.chmod(0o600)
+    return out

@@ -9,14 +9,26 @@ from .branch_heads import (
     build_branch_heads_asset,
     mirror_asset_key,
 )
-from .commits import BranchScan, build_commit_sensor, commit_sensor_name, run_key, scan_branches
+from .commits import (
+    BRANCH_TAG,
+    MIRROR_TAG,
+    SOURCE_COMMIT_TAG,
+    BranchScan,
+    build_commit_sensor,
+    commit_sensor_name,
+    run_key,
+    scan_branches,
+)
 from .manager import MANAGER_SENSOR_NAME, ManagerReport, build_mirrors_manager_sensor, reconcile_mirrors
 from .spark import SparkValidatorResource
 from .tags import build_tags_asset, tags_asset_key, tags_digest
 
 __all__ = [
     "ASSET_PREFIX",
+    "BRANCH_TAG",
     "MANAGER_SENSOR_NAME",
+    "MIRROR_TAG",
+    "SOURCE_COMMIT_TAG",
     "BranchScan",
     "ManagerReport",
     "SparkValidatorResource",

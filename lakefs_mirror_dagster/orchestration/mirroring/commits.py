@@ -25,9 +25,13 @@ from ...replication import ReplicationService, pending_block
 from ...replication.heads import branch_heads, tag_commits
 from ..resources import ReplicationResource
 from .branch_heads import branch_partitions, branch_partitions_name, mirror_asset_key
+from .checks import RANGES_VALIDATED
 from .tags import tags_asset_key, tags_digest
 
 __all__ = [
+    "BRANCH_TAG",
+    "MIRROR_TAG",
+    "SOURCE_COMMIT_TAG",
     "BranchScan",
     "build_commit_sensor",
     "commit_sensor_name",
@@ -39,6 +43,11 @@ __all__ = [
 MAX_REQUESTS_PER_TICK = 200
 TICK_BUDGET_SECONDS = 40.0
 MAX_PARTITION_DELETES_PER_TICK = 500
+#: Tags of every run the sensor requests: the mirror, and for a branch run the branch and the source commit
+#: it was requested for (``deleted`` when the source branch is gone), so runs can be filtered by each.
+MIRROR_TAG = "lakefs_mirror/mirror"
+BRANCH_TAG = "lakefs_mirror/branch"
+SOURCE_COMMIT_TAG = "lakefs_mirror/source_commit"
 
 
 def commit_sensor_name(mirror: str) -> str:
@@ -102,8 +111,11 @@ def scan_branches(
                 dg.RunRequest(
                     partition_key=name,
                     asset_selection=[mirror_asset_key(mirror.name)],
+                    # Only the blocking check: the ``fresh`` check reads every branch of the mirror, and the
+                    # sensor evaluates it each tick; in each branch's run it would cost O(branches) per run.
+                    asset_check_keys=[dg.AssetCheckKey(mirror_asset_key(mirror.name), RANGES_VALIDATED)],
                     run_key=run_key(mirror.name, name, source_head, mirror_head, block.attempts if block else 0),
-                    tags={"lakefs_mirror/mirror": mirror.name, "lakefs_mirror/branch": name},
+                    tags={MIRROR_TAG: mirror.name, BRANCH_TAG: name, SOURCE_COMMIT_TAG: source_head or "deleted"},
                 )
             )
             known = recorded.get(name)
@@ -137,7 +149,7 @@ def tags_run_request(service: ReplicationService, mirror: Mirror) -> dg.RunReque
     return dg.RunRequest(
         asset_selection=[tags_asset_key(mirror.name)],
         run_key=f"{mirror.name}/tags/{source}@{current}",
-        tags={"lakefs_mirror/mirror": mirror.name, "lakefs_mirror/tags": "all"},
+        tags={MIRROR_TAG: mirror.name, "lakefs_mirror/tags": "all"},
     )
 
 

@@ -1,0 +1,284 @@
+"""A real Dagster daemon for tests and benchmarks, and what it did, read back from its instance.
+
+``dagster-daemon run -w workspace.yaml`` on a throwaway ``DAGSTER_HOME`` whose ``dagster.yaml`` sets the run
+queue (``QueuedRunCoordinator``: ``max_concurrent_runs``, ``dequeue_interval_seconds``); runs are launched the
+default way, each in its own subprocess. The daemon and its children are one process group, stopped whatever
+happens. ``audit_runs`` reads the runs, sensor ticks and materializations of one mirror back, so a caller can
+tell how many runs there were, how many ran at once, and whether any was requested twice.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from .processes import DevenvError, pid_alive, start_process, stop_pid
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+    from lakefs_mirror_dagster.lakefs import LakeFSClient
+
+__all__ = [
+    "Convergence",
+    "RunsAudit",
+    "audit_runs",
+    "converge_mirror",
+    "dagster_daemon",
+    "max_overlap",
+    "wait_runs_finished",
+    "write_instance_config",
+]
+
+RUN_KEY_TAG = "dagster/run_key"  # dagster._core.storage.tags.RUN_KEY_TAG
+
+
+def write_instance_config(
+    home: Path, *, max_concurrent_runs: int | None = None, dequeue_interval_seconds: int | None = None
+) -> Path:
+    """``home/dagster.yaml``: telemetry off and, when either is given, the run queue's settings (with
+    ``max_concurrent_runs``, as many dequeue threads: launches in parallel)."""
+    home.mkdir(parents=True, exist_ok=True)
+    config: dict[str, Any] = {"telemetry": {"enabled": False}}
+    queue: dict[str, int | bool] = {}
+    if max_concurrent_runs is not None:
+        # Launch in threads too: each launch waits until its run worker has started (imports, definitions),
+        # so one launch at a time lets short runs finish before the next starts and few ever overlap. A launch
+        # the code server did not answer in time goes back to the queue: a failed run would keep its run key,
+        # and the commit sensor never requests the same key twice.
+        queue.update(
+            max_concurrent_runs=max_concurrent_runs,
+            dequeue_use_threads=True,
+            dequeue_num_workers=max_concurrent_runs,
+            max_user_code_failure_retries=3,
+            user_code_failure_retry_delay=10,
+        )
+    if dequeue_interval_seconds is not None:
+        queue["dequeue_interval_seconds"] = dequeue_interval_seconds
+    if queue:
+        config["run_coordinator"] = {
+            "module": "dagster._core.run_coordinator",
+            "class": "QueuedRunCoordinator",
+            "config": queue,
+        }
+    path = home / "dagster.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+@contextmanager
+def dagster_daemon(
+    home: Path, *, workspace: Path, replication_config: Path, log_path: Path, stop_timeout_s: float = 30.0
+) -> Iterator[Callable[[], bool]]:
+    """The daemon on ``home`` (write its ``dagster.yaml`` first) loading ``workspace`` with the region's
+    replication config; yields a callable telling whether it is still alive. Stopped (with the run workers it
+    started) on exit."""
+    argv = [str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w", str(workspace)]
+    variables = {
+        "DAGSTER_HOME": str(home),
+        "LAKEFS_MIRROR_CONFIG": str(replication_config),
+        "DAGSTER_DISABLE_TELEMETRY": "1",
+    }
+    process = start_process(argv, log_path=log_path, env=variables, cwd=workspace.parent)
+    try:
+        yield lambda: process.poll() is None
+    finally:
+        stop_pid(process.pid, timeout_s=stop_timeout_s)
+        if pid_alive(process.pid):
+            raise DevenvError(f"dagster-daemon (pid {process.pid}) did not stop")
+
+
+def _unfinished() -> list[dg.DagsterRunStatus]:
+    import dagster as dg
+
+    return [
+        dg.DagsterRunStatus.QUEUED,
+        dg.DagsterRunStatus.NOT_STARTED,
+        dg.DagsterRunStatus.STARTING,
+        dg.DagsterRunStatus.STARTED,
+        dg.DagsterRunStatus.CANCELING,
+    ]
+
+
+def wait_runs_finished(instance: dg.DagsterInstance, *, timeout_s: float, poll_s: float = 1.0) -> bool:
+    """Wait until no run of ``instance`` is queued or in flight; False if some still are after ``timeout_s``."""
+    import dagster as dg
+
+    deadline = time.monotonic() + timeout_s
+    for _ in range(int(timeout_s / poll_s) + 2):
+        if not instance.get_run_records(filters=dg.RunsFilter(statuses=_unfinished()), limit=1):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(poll_s)
+    return False
+
+
+def max_overlap(intervals: list[tuple[float, float]]) -> int:
+    """The most intervals ``(start, end)`` open at one instant (an end before a start at the same time)."""
+    edges = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals])
+    best = now = 0
+    for _, step in edges:
+        now += step
+        best = max(best, now)
+    return best
+
+
+@dataclass
+class RunsAudit:
+    """One mirror's runs under the daemon, its commit sensor's ticks and its branch materializations."""
+
+    runs: int = 0
+    succeeded: int = 0
+    #: The most runs in flight (started, not yet ended) at one instant.
+    max_parallel: int = 0
+    #: Run keys that more than one run carries (the daemon should never create such runs).
+    duplicate_run_keys: list[str] = field(default_factory=list)
+    #: Runs per ``branch@source commit`` they were requested for (their tags), and those requested twice or more.
+    requested: Counter[str] = field(default_factory=Counter)
+    duplicate_requests: list[str] = field(default_factory=list)
+    #: Asset checks the runs executed, by name (over all runs).
+    checks: Counter[str] = field(default_factory=Counter)
+    #: Sensor ticks, and the run requests they repeated while that run was queued or in flight (skipped by key).
+    ticks: int = 0
+    rerequested_in_flight: int = 0
+    #: Materializations per branch partition, and the source commit each names.
+    materialized: Counter[str] = field(default_factory=Counter)
+    materialized_commits: dict[str, str] = field(default_factory=dict)
+    first_created: float = 0.0
+    last_ended: float = 0.0
+
+    @property
+    def seconds(self) -> float:
+        """From the first run's creation to the last run's end."""
+        return max(0.0, self.last_ended - self.first_created)
+
+
+def audit_runs(instance: dg.DagsterInstance, mirror: str, sensor_name: str) -> RunsAudit:
+    """Read back ``mirror``'s runs (by their ``lakefs_mirror/mirror`` tag), the ticks of ``sensor_name`` and the
+    mirror's branch materializations (``history.mirror_history``)."""
+    import dagster as dg
+
+    from lakefs_mirror_dagster.orchestration.history import MAX_LIMIT, mirror_history
+    from lakefs_mirror_dagster.orchestration.mirroring import BRANCH_TAG, MIRROR_TAG, SOURCE_COMMIT_TAG
+
+    audit = RunsAudit()
+    records = instance.get_run_records(filters=dg.RunsFilter(tags={MIRROR_TAG: mirror}))
+    audit.runs = len(records)
+    audit.succeeded = sum(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in records)
+    keys = Counter(r.dagster_run.tags.get(RUN_KEY_TAG, "") for r in records)
+    audit.duplicate_run_keys = sorted(k for k, n in keys.items() if n > 1)
+    audit.requested = Counter(
+        f"{r.dagster_run.tags[BRANCH_TAG]}@{r.dagster_run.tags.get(SOURCE_COMMIT_TAG, '?')}"
+        for r in records
+        if BRANCH_TAG in r.dagster_run.tags
+    )
+    audit.duplicate_requests = sorted(k for k, n in audit.requested.items() if n > 1)
+    audit.checks = Counter(key.name for r in records for key in r.dagster_run.asset_check_selection or ())
+    now = time.time()
+    audit.max_parallel = max_overlap([(r.start_time, r.end_time or now) for r in records if r.start_time])
+    if records:
+        audit.first_created = min(r.create_timestamp.timestamp() for r in records)
+        audit.last_ended = max(r.end_time or now for r in records)
+    # A run is open from its creation to its end: a tick asking for its key meanwhile must not get a new run.
+    by_key = {r.dagster_run.tags.get(RUN_KEY_TAG, ""): r for r in records}
+    for tick in _ticks(instance, sensor_name):
+        audit.ticks += 1
+        for key in tick.run_keys:
+            run = by_key.get(key)
+            if run is None or run.dagster_run.run_id in tick.run_ids:
+                continue  # not this mirror's, or the run this tick created
+            closed = run.end_time or now
+            audit.rerequested_in_flight += run.create_timestamp.timestamp() <= tick.timestamp <= closed
+    for promotion in mirror_history(instance, mirror, limit=MAX_LIMIT):
+        audit.materialized[promotion.branch] += 1
+        audit.materialized_commits[promotion.branch] = promotion.source_commit_id
+    return audit
+
+
+def _ticks(instance: dg.DagsterInstance, sensor_name: str) -> list[Any]:
+    from dagster._core.scheduler.instigation import InstigatorType
+
+    states = instance.all_instigator_state(instigator_type=InstigatorType.SENSOR)
+    return [
+        tick
+        for state in states
+        if state.instigator_name == sensor_name
+        for tick in instance.get_ticks(state.instigator_origin_id, state.selector_id)
+    ]
+
+
+@dataclass
+class Convergence:
+    """A mirror brought to its source's branch heads by the daemon alone."""
+
+    converged: bool
+    #: From the daemon's start until every mirror head equals its source head and no run is left in flight.
+    seconds: float
+    audit: RunsAudit
+    #: Branches whose mirror head still differed from the source's at the end.
+    lagging: list[str]
+
+
+def converge_mirror(
+    home: Path,
+    *,
+    workspace: Path,
+    replication_config: Path,
+    mirror: str,
+    source: LakeFSClient,
+    source_repository: str,
+    destination: LakeFSClient,
+    max_concurrent_runs: int,
+    timeout_s: float,
+    settle_s: float = 0.0,
+    dequeue_interval_seconds: int = 1,
+) -> Convergence:
+    """Run the daemon on ``home`` (an active ``mirror`` in ``replication_config``'s mirrors database) until the
+    mirror's branch heads equal the source's and no run is queued or in flight, then ``settle_s`` more (sensor
+    ticks with nothing to do), and audit what it ran. The daemon's log is ``home/dagster-daemon.log``."""
+    import dagster as dg
+
+    from lakefs_mirror_dagster.orchestration.mirroring import commit_sensor_name
+
+    write_instance_config(
+        home, max_concurrent_runs=max_concurrent_runs, dequeue_interval_seconds=dequeue_interval_seconds
+    )
+    lagging: list[str] = []
+    converged = False
+    started = time.monotonic()
+    seconds = timeout_s
+    with (
+        dagster_daemon(
+            home, workspace=workspace, replication_config=replication_config, log_path=home / "dagster-daemon.log"
+        ) as alive,
+        dg.DagsterInstance.from_config(str(home)) as instance,
+    ):
+        for _ in range(int(timeout_s) + 2):
+            lagging = _lagging(source, source_repository, destination, mirror)
+            if not lagging and wait_runs_finished(instance, timeout_s=0):
+                converged, seconds = True, time.monotonic() - started
+                break
+            if not alive() or time.monotonic() - started > timeout_s:
+                break
+            time.sleep(1.0)
+        time.sleep(settle_s if converged else 0.0)
+        wait_runs_finished(instance, timeout_s=60.0)  # let a run in flight end before its daemon is stopped
+        audit = audit_runs(instance, mirror, commit_sensor_name(mirror))
+    return Convergence(converged, seconds, audit, lagging)
+
+
+def _lagging(source: LakeFSClient, repo: str, destination: LakeFSClient, mirror: str) -> list[str]:
+    from lakefs_mirror_dagster.replication.heads import branch_heads
+
+    src = branch_heads(source, repo, page_size=1000)
+    dst = branch_heads(destination, mirror, page_size=1000, missing_ok=True)
+    return sorted(name for name in set(src) | set(dst) if src.get(name) != dst.get(name))

@@ -1,0 +1,85 @@
+"""A mirror of a repository with many branches converges under the real Dagster daemon, runs in parallel.
+
+``dagster-daemon run -w workspace.yaml`` with a queued run coordinator capped at ``MAX_CONCURRENT_RUNS`` and
+the default run launcher (each run in its own subprocess) is all that runs: the commit sensor requests a run
+per branch, the queue launches them. Every branch must be materialized exactly once, for its source head; no
+two runs may carry the same run key or be requested for the same branch and source commit, even though the
+sensor keeps ticking (every 2 s) while runs are queued and in flight. ``benchmarks/dagster_branches.py`` runs
+the same with 200 branches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from lakefs_mirror_devenv import Environment
+from lakefs_mirror_devenv.branch_fanout import fan_out_branches
+from lakefs_mirror_devenv.dagster_daemon import converge_mirror
+from lakefs_mirror_devenv.replication_config import config_variant
+
+from lakefs_mirror_dagster.orchestration.mirroring import reconcile_mirrors
+from lakefs_mirror_dagster.replication import ReplicationService
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+MAX_CONCURRENT_RUNS = 4
+TIMEOUT_S = 900.0
+
+
+@pytest.mark.parametrize("branches", [6])
+def test_many_branches_converge_under_the_daemon_with_runs_in_parallel_and_no_duplicate(
+    branches: int,
+    lakefs_env: Environment,
+    isolated_regions: tuple[Callable[[str], Path], Callable[[str], ReplicationService]],
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    path, service = isolated_regions
+    src = service("region-a").client("region-a")
+    gateway = lakefs_env.region("region-a").s3_gateway_client()
+    repo, name = unique_name("fanout"), unique_name("fanout-mirror")
+    src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
+    gateway.put_object(Bucket=repo, Key="main/tables/t/part-0.json", Body=b'{"row": 0}')
+    main = src.commit(repo, "main", "first").id
+    heads = {"main": main, **fan_out_branches(src, gateway, repo, [f"b{i:03}" for i in range(branches)])}
+    service("region-a").create_mirror(
+        source_repository=repo,
+        name=name,
+        region="region-b",
+        storage_namespace=lakefs_env.region("region-b").namespace_for(name),
+    )
+    assert reconcile_mirrors(service("region-b")).activated == [name]  # what the manager sensor does first
+    config = config_variant(
+        path("region-b"), tmp_path / "daemon-region-b.yaml", commit_sensor={"process_branches_duration": "2s"}
+    )
+
+    result = converge_mirror(
+        tmp_path / "dagster_home",
+        workspace=ROOT / "workspace.yaml",
+        replication_config=config,
+        mirror=name,
+        source=src,
+        source_repository=repo,
+        destination=service("region-b").client("region-b"),
+        max_concurrent_runs=MAX_CONCURRENT_RUNS,
+        timeout_s=TIMEOUT_S,
+        settle_s=5.0,
+    )
+
+    audit = result.audit
+    log = tmp_path / "dagster_home" / "dagster-daemon.log"
+    assert result.converged, f"not converged in {TIMEOUT_S:.0f}s, lagging {result.lagging[:10]}; see {log}"
+    assert audit.duplicate_run_keys == [] and audit.duplicate_requests == []
+    assert (audit.runs, audit.succeeded) == (len(heads), len(heads))  # one run per branch, each succeeded
+    assert dict(audit.requested) == {f"{b}@{h}": 1 for b, h in heads.items()}  # per the runs' tags
+    # Each run executes the blocking check only; the sensor evaluates `fresh` (it reads every branch) itself.
+    assert dict(audit.checks) == {"ranges_validated": len(heads)}
+    assert dict(audit.materialized) == dict.fromkeys(heads, 1)
+    assert audit.materialized_commits == heads
+    # The queue ran several at once, never more than its limit.
+    assert 2 <= audit.max_parallel <= MAX_CONCURRENT_RUNS, audit.max_parallel
+    # Ticks kept coming while runs were queued or running; they asked again and got no second run.
+    assert audit.rerequested_in_flight >= 1, audit
