@@ -11,7 +11,8 @@ MB/s of payload for:
           records), reading the source through region-a's lakeFS API (``api``, the default config) and
           straight from MinIO A (``direct``, with ``source_stores``).
 
-The goal is ours/rclone >= 1.0 (throughput ratio). Peak RSS of the syncing process is printed as well.
+The goal is ours/rclone >= 1.2 (throughput ratio), and the copier's CPU per object at most rclone's.
+Peak RSS of the syncing process is printed as well.
 
     .venv/bin/python benchmarks/backfill_vs_rclone.py [--objects 10000] [--large-objects 20] [--quick]
         [--datasets small,large] [--modes api,direct] [--transfers 16]
@@ -40,6 +41,9 @@ import _fixtures as fx
 from lakefs_mirror_devenv import Environment, MinioInstance
 
 MiB = 1024 * 1024
+
+#: Throughput of ours over rclone's in the same run (issue 17's goal).
+GOAL_RATIO = 1.2
 
 
 @dataclass
@@ -202,8 +206,8 @@ def run_dataset(
         if f.name.startswith("ours"):
             if "rclone sync" in base:
                 ratio = base["rclone sync"].seconds / f.seconds
-                verdict = "meets" if ratio >= 1.0 else "misses"
-                print(f"  ratio {f.name} / rclone (throughput): {ratio:.2f}  ({verdict} goal >= 1.0)")
+                verdict = "meets" if ratio >= GOAL_RATIO else "misses"
+                print(f"  ratio {f.name} / rclone (throughput): {ratio:.2f}  ({verdict} goal >= {GOAL_RATIO})")
             print(f"  ratio {f.name} / raw copy (throughput): {base['raw boto3 GET+PUT'].seconds / f.seconds:.2f}")
     print(f"  ({fx.machine_load()})", flush=True)
 
