@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from .models import Mirror, MirrorBranch, MirrorPage, MirrorState
 from .organizations import Organization
+from .wakeups import MAX_WAKEUPS, RefWakeup
 
 if TYPE_CHECKING:
     from ..config.database import MirrorsDatabaseConfig
@@ -126,6 +127,15 @@ class MirrorsDatabase(Protocol):
     def claim_organization(self, organization_id: str, fingerprint: str, region: str) -> Organization: ...
 
     def organization_ids(self) -> list[str]: ...
+
+    # -- lakeFS hooks' wake-up queue (wakeups.py)
+    def queue_wakeup(
+        self, mirror_id: str, destination_region: str, kind: str, ref: str, event: str, now: datetime
+    ) -> RefWakeup: ...
+
+    def wakeups(self, destination_region: str, *, limit: int = MAX_WAKEUPS) -> list[RefWakeup]: ...
+
+    def ack_wakeups(self, handled: Iterable[RefWakeup]) -> int: ...
 
 
 def open_mirrors_database(config: MirrorsDatabaseConfig, *, create_tables: bool = True) -> MirrorsDatabase:

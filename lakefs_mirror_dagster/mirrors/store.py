@@ -6,7 +6,8 @@ constraints, ``UPDATE ... WHERE generation = n``), never by a read in Python fol
 so two regions writing at once cannot corrupt it or lose an update.
 
 The store is put together from one part per table (``records``, ``branches``, ``validated``,
-``organizations``, ``gc_marks``) over the shared transaction runner (``transactions``); the engine is made in
+``organizations``, ``gc_marks``, ``wakeup_records``)
+over the shared transaction runner (``transactions``); the engine is made in
 ``engine`` and the tables are created or upgraded by ``migrations``. What it checks before writing is shared
 with the DynamoDB store (``inputs``); ``open_mirrors_database`` (``database``) picks one of the two from the
 config.
@@ -26,11 +27,12 @@ from .migrations import upgrade_schema
 from .organizations import OrganizationRecords
 from .records import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MirrorRecords
 from .validated import ValidatedRangesCache
+from .wakeup_records import WakeupQueue
 
 __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "MirrorStore"]
 
 
-class MirrorStore(MirrorRecords, BranchRecords, ValidatedRangesCache, OrganizationRecords, GcMarks):
+class MirrorStore(MirrorRecords, BranchRecords, ValidatedRangesCache, OrganizationRecords, GcMarks, WakeupQueue):
     """Typed access to the mirrors database; tables are created on construction.
 
     ``url`` is a SQLAlchemy URL (string or ``URL``): ``sqlite:///path/mirrors.db`` (WAL mode, busy

@@ -12,6 +12,7 @@ branch of a mirror                     ``branches/<mirror id>``          branch 
 validated range                        ``validated/<sha256 of namespace>``  range id
 garbage-collection mark                ``gc/<mirror id>``  sha256 of the object's address
 organisation                           ``organizations``   organization id
+hook wake-up (``wakeups.py``)          ``wakeups/<region>``  ``<mirror id>\0<kind>\0<ref>``
 =====================================  ==================  ==============================================
 
 All mirrors share one partition so that a strongly consistent Query lists them in id order, as the SQL

@@ -7,12 +7,18 @@ from .gc_marks import DynamoGcMarks
 from .organizations import DynamoOrganizationRecords
 from .records import DynamoMirrorRecords
 from .validated import DynamoValidatedRanges
+from .wakeups import DynamoWakeupQueue
 
 __all__ = ["DynamoMirrorStore"]
 
 
 class DynamoMirrorStore(
-    DynamoMirrorRecords, DynamoBranchRecords, DynamoValidatedRanges, DynamoOrganizationRecords, DynamoGcMarks
+    DynamoMirrorRecords,
+    DynamoBranchRecords,
+    DynamoValidatedRanges,
+    DynamoOrganizationRecords,
+    DynamoGcMarks,
+    DynamoWakeupQueue,
 ):
     """The same operations and guarantees as ``MirrorStore``, on a DynamoDB table (created when missing).
 
