@@ -31,6 +31,7 @@ __all__ = [
     "EncryptConfig",
     "FreshnessConfig",
     "GarbageCollectionConfig",
+    "HooksConfig",
     "LakeFSCredentials",
     "LakeFSFrontConfig",
     "LoggingConfig",
@@ -169,6 +170,21 @@ class LakeFSFrontConfig:
 
     enabled: bool = False
     timeout: timedelta = field(default=timedelta(minutes=5), metadata=_meta(_positive_duration))
+
+
+@dataclass(frozen=True, kw_only=True)
+class HooksConfig:
+    """``hooks``: event-driven sync. When enabled, ``serve`` accepts lakeFS action webhooks (post-commit, post-merge,
+    branch and tag creation and deletion) and queues a wake-up per ref in the mirrors database; ``sync`` reads its
+    region's queue every ``poll_interval`` between its full passes and syncs the named refs at once, and the Dagster
+    hooks sensor requests their runs. ``secret``: when set, a hook must send it (header ``X-Lakefs-Mirror-Secret``
+    or query parameter ``secret``); without it the endpoint answers 401."""
+
+    enabled: bool = False
+    secret: Secret = field(default_factory=Secret)
+    poll_interval: timedelta = field(
+        default=timedelta(milliseconds=500), metadata=_meta(_at_least(timedelta(milliseconds=50)))
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

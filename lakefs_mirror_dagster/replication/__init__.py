@@ -12,6 +12,8 @@ from .engine import (
     in_process_validator,
 )
 from .gc_deletions import GcResult, GcSettings, mirror_gc_deletions, run_gc_deletions
+from .hook_action import ACTION_PATH, install_hooks
+from .hooks import HOOK_EVENTS, HookEvent, WokenMirror, queue_hook_event, read_woken, sync_woken
 from .plugs import RefGate
 from .range_changes import RangeChanges, RangeReads, range_changes
 from .range_transfer import RangeSource, RangeTransferSummary, transfer_range
@@ -23,6 +25,8 @@ from .storages import StorageDescription, describe_storages, missing_stores
 from .validation import RangeValidation, metadata_uri, read_metarange, validate_range
 
 __all__ = [
+    "ACTION_PATH",
+    "HOOK_EVENTS",
     "PROMOTED",
     "RETIRING",
     "ApiObjectReader",
@@ -31,6 +35,7 @@ __all__ = [
     "EngineSettings",
     "GcResult",
     "GcSettings",
+    "HookEvent",
     "MirrorEngine",
     "MirrorRefMoved",
     "MirrorSyncResult",
@@ -54,15 +59,20 @@ __all__ = [
     "StorageDescription",
     "TransferStats",
     "ValidatedCache",
+    "WokenMirror",
     "describe_storages",
     "in_process_validator",
+    "install_hooks",
     "metadata_uri",
     "mirror_gc_deletions",
     "missing_stores",
     "pending_block",
+    "queue_hook_event",
     "range_changes",
     "read_metarange",
+    "read_woken",
     "run_gc_deletions",
+    "sync_woken",
     "transfer_range",
     "validate_range",
 ]

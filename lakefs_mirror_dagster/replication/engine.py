@@ -163,9 +163,12 @@ class MirrorEngine:
             )
 
     # ------------------------------------------------------------------ whole mirror
-    def sync(self, *, branches: Iterable[str] | None = None, gate: RefGate | None = None) -> MirrorSyncResult:
-        """One pass over every branch (or the named ones) and, unless disabled, every tag. A branch ``gate``
-        answers for (the retry schedule's cooldown) is reported as the gate says instead of being synced."""
+    def sync(
+        self, *, branches: Iterable[str] | None = None, gate: RefGate | None = None, tags: bool | None = None
+    ) -> MirrorSyncResult:
+        """One pass over every branch (or the named ones) and, unless disabled, every tag (``tags``: whether
+        the tags too; by default only when no branches are named). A branch ``gate`` answers for (the retry
+        schedule's cooldown) is reported as the gate says instead of being synced."""
         started = time.monotonic()
         result = MirrorSyncResult(mirror=self.mirror_repo, source_repository=self.source.repository)
         self.ensure_mirror_repository()
@@ -176,7 +179,7 @@ class MirrorEngine:
         names = sorted(everything if branches is None else everything & set(branches))
         heads = {n: (src_branches.get(n), dst_branches.get(n)) for n in names}
         result.refs.extend(sync_branches(heads, self.sync_ref, gate, self.settings.branch_workers))
-        if self.settings.mirror_tags and branches is None:
+        if self.settings.mirror_tags and (branches is None if tags is None else tags):
             result.refs.extend(self._sync_differing_tags())
         result.duration_seconds = time.monotonic() - started
         return result
