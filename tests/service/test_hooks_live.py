@@ -33,7 +33,7 @@ pytestmark = pytest.mark.integration
 Regions = tuple[Callable[[str], Path], Callable[[str], ReplicationService]]
 
 
-def _with_hooks(regions: Regions, region: str, **settings: Any) -> Path:
+def with_hooks(regions: Regions, region: str, **settings: Any) -> Path:
     """The isolated region config with ``hooks`` (and ``extra`` top-level keys) set, before any service reads it."""
     path = regions[0](region)
     raw = yaml.safe_load(path.read_text())
@@ -63,7 +63,7 @@ def test_the_endpoint_queues_known_refs_refuses_bad_calls_and_never_fails_a_hook
     isolated_regions: Regions,  # noqa: F811
     unique_name: Any,
 ) -> None:
-    _with_hooks(isolated_regions, "region-a", enabled=True, secret="s3cret")
+    with_hooks(isolated_regions, "region-a", enabled=True, secret="s3cret")
     service = isolated_regions[1]("region-a")
     repo, name = unique_name("hooksrc"), unique_name("hookmirror")
     _source(lakefs_env, client_for, repo)
@@ -146,8 +146,8 @@ def test_a_lakefs_hook_moves_the_mirror_long_before_the_polling_pass(
     tmp_path: Path,
 ) -> None:
     hourly = {"commit_sensor": {"process_branches_duration": "1h"}, "validator": {"run_interval": "1h"}}
-    source_config = _with_hooks(isolated_regions, "region-a", enabled=True)
-    mirror_config = _with_hooks(isolated_regions, "region-b", enabled=True, poll_interval="200ms", extra=hourly)
+    source_config = with_hooks(isolated_regions, "region-a", enabled=True)
+    mirror_config = with_hooks(isolated_regions, "region-b", enabled=True, poll_interval="200ms", extra=hourly)
     service = isolated_regions[1]("region-a")
     repo, name = unique_name("hooksrc"), unique_name("hookmirror")
     _source(lakefs_env, client_for, repo)
