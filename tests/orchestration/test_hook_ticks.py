@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 def test_hook_wakeups_get_runs_within_a_tick_and_polling_stays_the_fallback(
     lakefs_env, isolated_regions, unique_name, instance: dg.DagsterInstance
 ) -> None:
-    config_path, service = isolated_regions
+    service = isolated_regions[1]
     path = with_hooks(
         isolated_regions, "region-b", enabled=True, extra={"commit_sensor": {"process_branches_duration": "1h"}}
     )
