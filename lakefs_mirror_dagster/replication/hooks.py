@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..mirrors import Mirror, RefWakeup
+from ..mirrors import Mirror, MirrorNotFound, RefWakeup
 from .results import MirrorSyncResult
 from .service import RETIRING, ReplicationService
 
@@ -104,9 +104,9 @@ class WokenMirror:
 
 
 def read_woken(service: ReplicationService, *, name: str | None = None) -> tuple[list[WokenMirror], list[RefWakeup]]:
-    """This region's queued wake-ups (one read of the queue), grouped by mirror: those of its active mirrors
-    (only the one called ``name``, if given), and those naming no such mirror (deleted since, another
-    organisation's), which the caller acknowledges at once."""
+    """This region's queued wake-ups (one read of the queue), grouped by mirror: those of its mirrors (only
+    the one called ``name``, if given), and without ``name`` those of mirrors that no longer exist (a hook
+    raced a deletion), which the caller acknowledges at once. Another organisation's are left to its regions."""
     queued = service.mirrors.wakeups(service.config.region)
     if not queued:
         return [], []
@@ -116,8 +116,8 @@ def read_woken(service: ReplicationService, *, name: str | None = None) -> tuple
     for wake in queued:
         mirror = mine.get(wake.mirror_id)
         if mirror is None:
-            if name is None:
-                stray.append(wake)  # with a name, it may be another mirror's: left for its reader
+            if name is None and _gone(service, wake.mirror_id):
+                stray.append(wake)
             continue
         entry = woken.setdefault(mirror.id, WokenMirror(mirror))
         entry.wakeups.append(wake)
@@ -140,3 +140,11 @@ def sync_woken(
             results.extend(service.sync(name=entry.mirror.name, branches=wanted, tags=entry.tags))
         service.mirrors.ack_wakeups(entry.wakeups)
     return results
+
+
+def _gone(service: ReplicationService, mirror_id: str) -> bool:
+    try:
+        service.mirrors.get_mirror(mirror_id)
+    except MirrorNotFound:
+        return True
+    return False

@@ -286,6 +286,8 @@ class ReplicationService:
                 raise ReplicationError(f"repository {mirror.name} is not this mirror's; not deleting it")
             client.delete_repository(mirror.name, force=True)
         self.mirrors.delete_mirror(mirror.id)
+        queued = self.mirrors.wakeups(mirror.destination_region)  # hooks' wake-ups of it: nobody reads them now
+        self.mirrors.ack_wakeups(w for w in queued if w.mirror_id == mirror.id)
 
     def scrubber(self, name: str) -> Scrubber:
         """The scrubber of this region's mirror ``name`` (``scrub.py``); ``MirrorNotFound`` otherwise."""

@@ -7,12 +7,11 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.orchestration.mirroring import MANAGER_SENSOR_NAME, commit_sensor_name, run_key
 from lakefs_mirror_dagster.replication import HookEvent, queue_hook_event
 from tests.service.test_hooks_live import with_hooks
 
-from .conftest import MirrorCase
+from .conftest import isolated_case
 from .test_replication_flow import _tick
 
 pytestmark = pytest.mark.integration
@@ -21,21 +20,10 @@ pytestmark = pytest.mark.integration
 def test_hook_wakeups_get_runs_within_a_tick_and_polling_stays_the_fallback(
     lakefs_env, isolated_regions, unique_name, instance: dg.DagsterInstance
 ) -> None:
-    service = isolated_regions[1]
-    path = with_hooks(
-        isolated_regions, "region-b", enabled=True, extra={"commit_sensor": {"process_branches_duration": "1h"}}
-    )
-    src_svc, dst_svc = service("region-a"), service("region-b")
-    src = src_svc.client("region-a")
-    repo = unique_name("hooked")
-    src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
-    mirror = src_svc.create_mirror(
-        source_repository=repo,
-        name=unique_name("m"),
-        region="region-b",
-        storage_namespace=lakefs_env.region("region-b").namespace_for(unique_name("ns")),
-    )
-    case = MirrorCase(repo, mirror, src, dst_svc.client("region-b"), src_svc, dst_svc, load_config(path, env={}), path)
+    hourly = {"commit_sensor": {"process_branches_duration": "1h"}}
+    path = with_hooks(isolated_regions, "region-b", enabled=True, extra=hourly)
+    case = isolated_case(lakefs_env, isolated_regions, unique_name, "hooked", path)
+    repo, mirror, src, src_svc, dst_svc = case.repo, case.mirror, case.src, case.src_service, case.service
     first = case.commit("main", {"tables/t/part-0.parquet": 100}, "first")
     defs = case.definitions()
     sensor_name = commit_sensor_name(mirror.name)
