@@ -183,7 +183,7 @@ class HooksConfig:
     enabled: bool = False
     secret: Secret = field(default_factory=Secret)
     poll_interval: timedelta = field(
-        default=timedelta(milliseconds=500), metadata=_meta(_at_least(timedelta(milliseconds=50)))
+        default=timedelta(milliseconds=200), metadata=_meta(_at_least(timedelta(milliseconds=50)))
     )
 
 
