@@ -69,6 +69,7 @@ GOALS: dict[str, tuple[float | None, float | None]] = {
 }
 #: The polling interval under the hook modes: far beyond the run, so every figure is the hook's.
 HOOKS_POLLING = "1h"
+INTERRUPTED = "interrupted (Ctrl-C): the samples so far"
 
 
 @dataclass
@@ -210,6 +211,25 @@ def _measure(
 ) -> ModeResult:
     src, dst = _client(env, SOURCE_REGION), _client(env, MIRROR_REGION)
     result = ModeResult(mode)
+    try:
+        _commit_and_wait(src, dst, result, mode, commits, warmup, interval_s, timeout_s, alive, rng)
+    except KeyboardInterrupt:  # Ctrl-C: keep what was measured, report it, skip the modes not run yet
+        result.error = INTERRUPTED
+    return result
+
+
+def _commit_and_wait(
+    src: LakeFSClient,
+    dst: LakeFSClient,
+    result: ModeResult,
+    mode: str,
+    commits: int,
+    warmup: int,
+    interval_s: float,
+    timeout_s: float,
+    alive: Callable[[], bool],
+    rng: random.Random,
+) -> None:
     for n in range(warmup + commits):
         time.sleep(rng.uniform(0, interval_s))
         src.upload_object(REPO, BRANCH, f"lag/{mode}/{n:04d}.json", json.dumps({"n": n, "mode": mode}).encode())
@@ -224,7 +244,6 @@ def _measure(
             break
         if n >= warmup:
             result.samples.append(sample)
-    return result
 
 
 @contextmanager
@@ -472,6 +491,8 @@ def main(argv: list[str] | None = None) -> int:
                     results.append(run_dagster(env, path, work / mode, dequeue_interval=dequeue, mode=mode, **kw))
                 else:
                     results.append(run_engine(env, path, work / mode, mode=mode, **kw))
+            if results[-1].error == INTERRUPTED:
+                break
     finally:
         stop_environment(env)
     ok = report(results, interval, args.commits)
