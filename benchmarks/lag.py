@@ -212,38 +212,24 @@ def _measure(
     src, dst = _client(env, SOURCE_REGION), _client(env, MIRROR_REGION)
     result = ModeResult(mode)
     try:
-        _commit_and_wait(src, dst, result, mode, commits, warmup, interval_s, timeout_s, alive, rng)
+        for n in range(warmup + commits):
+            time.sleep(rng.uniform(0, interval_s))
+            src.upload_object(REPO, BRANCH, f"lag/{mode}/{n:04d}.json", json.dumps({"n": n, "mode": mode}).encode())
+            commit = src.commit(REPO, BRANCH, f"{mode} lag probe {n}")
+            sample = Sample(commit.id, time.time())
+            sample.mirrored_at = _wait_mirrored(dst, commit.id, timeout_s, alive)
+            label = "warm-up" if n < warmup else f"{n - warmup + 1}/{commits}"
+            shown = f"{sample.lag:6.2f}s" if sample.lag is not None else "NOT MIRRORED"
+            print(f"[lag] {mode:7} {label:>7} {commit.id[:12]} {shown}", flush=True)
+            if sample.lag is None:
+                died = "" if alive() else " (died)"
+                result.error = f"commit {commit.id} not mirrored within {timeout_s:.0f}s{died}"
+                break
+            if n >= warmup:
+                result.samples.append(sample)
     except KeyboardInterrupt:  # Ctrl-C: keep what was measured, report it, skip the modes not run yet
         result.error = INTERRUPTED
     return result
-
-
-def _commit_and_wait(
-    src: LakeFSClient,
-    dst: LakeFSClient,
-    result: ModeResult,
-    mode: str,
-    commits: int,
-    warmup: int,
-    interval_s: float,
-    timeout_s: float,
-    alive: Callable[[], bool],
-    rng: random.Random,
-) -> None:
-    for n in range(warmup + commits):
-        time.sleep(rng.uniform(0, interval_s))
-        src.upload_object(REPO, BRANCH, f"lag/{mode}/{n:04d}.json", json.dumps({"n": n, "mode": mode}).encode())
-        commit = src.commit(REPO, BRANCH, f"{mode} lag probe {n}")
-        sample = Sample(commit.id, time.time())
-        sample.mirrored_at = _wait_mirrored(dst, commit.id, timeout_s, alive)
-        label = "warm-up" if n < warmup else f"{n - warmup + 1}/{commits}"
-        shown = f"{sample.lag:6.2f}s" if sample.lag is not None else "NOT MIRRORED"
-        print(f"[lag] {mode:7} {label:>7} {commit.id[:12]} {shown}", flush=True)
-        if sample.lag is None:
-            result.error = f"commit {commit.id} not mirrored within {timeout_s:.0f}s" + ("" if alive() else " (died)")
-            break
-        if n >= warmup:
-            result.samples.append(sample)
 
 
 @contextmanager
