@@ -11,6 +11,8 @@ of that head so far: each retry is a new key, and the same retry is never reques
 ``max_requests`` run requests or ``budget_seconds``; the cursor then says where the next tick resumes.
 Tags are compared as a whole set each tick: when they differ, one run of the mirror's ``tags`` asset is
 requested, keyed ``<mirror>/tags/<source digest>@<mirror digest>``.
+With ``hooks.enabled`` the sensor also ticks every second between its scans, for the refs lakeFS hooks queued
+(``replication/hooks.py``), with the same keys.
 """
 
 import datetime as dt
@@ -142,7 +144,7 @@ def _compare_branch(
     """Add ``name``'s partition if new and, when its source and mirror heads differ, a run request (unless its
     blocked head is still in its cooldown), recording the source head's time for ``status``."""
     source_head, mirror_head = heads
-    if name not in known_partitions and name not in scan.add:
+    if name not in known_partitions:
         scan.add.append(name)
     if source_head == mirror_head:
         return
