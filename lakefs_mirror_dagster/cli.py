@@ -72,7 +72,7 @@ def _load_service(args: argparse.Namespace) -> Any:
 def _sync(args: argparse.Namespace) -> int:
     config = _load_config(args)
     from .progress_display import progress_sink
-    from .replication import ReplicationService
+    from .replication import ReplicationService, sync_woken
 
     session = None
     if args.spark or config.spark.transfer_enabled:  # big plans copy in Spark tasks; the session starts on first use
@@ -88,15 +88,22 @@ def _sync(args: argparse.Namespace) -> int:
     if sink is not None:
         service.on_progress(sink[0], every_s=sink[1])
     # Full passes every process_branches_duration; between them, every validator.run_interval, a retry pass
-    # over the blocked branches whose cooldown has ended (none due: nothing printed). Each wake is a pass.
+    # over the blocked branches whose cooldown has ended (none due: nothing printed), and with hooks.enabled,
+    # every hooks.poll_interval, a pass over the refs lakeFS hooks queued (replication/hooks.py). Each wake is a pass.
     full_every = config.commit_sensor.process_branches_duration.total_seconds()
     retry_every = config.validator.run_interval.total_seconds()
     next_full = next_retry = time.monotonic()
     ok = True
     try:
         for n in range(args.max_passes if args.max_passes else 1 if args.once else 10**12):
-            if n:
-                time.sleep(max(0.0, min(next_full, next_retry) - time.monotonic()))
+            woken = _wait_for_pass(service, args, min(next_full, next_retry)) if n else []
+            if woken:
+                results = sync_woken(service, woken, branches=args.branch)
+                for result in results:
+                    print(json.dumps(result.to_json()) if args.json else format_sync_result(result), flush=True)
+                if results:
+                    ok = all(r.ok for r in results)
+                continue
             full = time.monotonic() >= next_full
             results = service.sync(name=args.mirror, branches=args.branch or None, due_only=not full)
             done = time.monotonic()  # intervals run from the end of a pass, as the sleep between passes did
@@ -117,6 +124,29 @@ def _sync(args: argparse.Namespace) -> int:
         if session is not None:
             session.stop()
     return 0 if ok else 1
+
+
+def _wait_for_pass(service: Any, args: argparse.Namespace, until: float) -> list[Any]:
+    """Sleep until ``until`` (monotonic), or with ``hooks.enabled`` until the wake-up queue names refs of this
+    region's mirrors (read every ``hooks.poll_interval``): those mirrors, or [] when the time came."""
+    from .replication import read_woken
+
+    hooks = service.config.hooks
+    if not hooks.enabled:
+        time.sleep(max(0.0, until - time.monotonic()))
+        return []
+    poll = hooks.poll_interval.total_seconds()
+    for _ in range(int(max(0.0, until - time.monotonic()) / poll) + 2):
+        woken, stray = read_woken(service, name=args.mirror)
+        if stray:
+            service.mirrors.ack_wakeups(stray)
+        if woken:
+            return woken
+        left = until - time.monotonic()
+        if left <= 0:
+            break
+        time.sleep(min(poll, left))
+    return []
 
 
 def format_sync_result(result: Any) -> str:
@@ -194,9 +224,18 @@ def _mirrors_create(args: argparse.Namespace) -> int:
             storage_namespace=args.storage_namespace,
             storage_id=args.storage_id or "",
         )
+        print(json.dumps(mirror.as_dict(), indent=2))
+        if args.install_hooks:
+            from .replication import ACTION_PATH, install_hooks
+
+            client = service.client(service.config.region)
+            commit = install_hooks(
+                client, args.repository, args.install_hooks, with_secret=bool(service.config.hooks.secret)
+            )
+            done = f"committed to {args.repository} as {commit}" if commit else f"already in {args.repository}"
+            print(f"lakefs-mirror: hook action {ACTION_PATH} {done}", file=sys.stderr)
     finally:
         service.close()
-    print(json.dumps(mirror.as_dict(), indent=2))
     return 0
 
 
@@ -413,6 +452,13 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--region", required=True, help="region the mirror lives in")
     create.add_argument("--storage-namespace", required=True, help="mirror's storage namespace in that region")
     create.add_argument("--storage-id", default="", help="store id in that region (multi-store)")
+    create.add_argument(
+        "--install-hooks",
+        metavar="URL",
+        help="also commit a lakeFS action to the source repository's default branch that calls this URL "
+        "(serve's /service/replication/v1/hooks/lakefs) on every branch and tag change; changes the source "
+        "repository (one commit), idempotent",
+    )
     create.set_defaults(func=_mirrors_create)
     lst = mirrors_sub.add_parser("list", help="mirror definitions (all regions)")
     lst.add_argument("--repository", help="only mirrors of this source repository")

@@ -17,6 +17,7 @@ from .sections import (
     CommitSensorConfig,
     FreshnessConfig,
     GarbageCollectionConfig,
+    HooksConfig,
     LakeFSCredentials,
     LakeFSFrontConfig,
     LoggingConfig,
@@ -71,6 +72,7 @@ class ReplicationConfig:
     transfer: TransferConfig = field(default_factory=TransferConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     garbage_collection: GarbageCollectionConfig = field(default_factory=GarbageCollectionConfig)
+    hooks: HooksConfig = field(default_factory=HooksConfig)
     source_stores: Mapping[str, BlockstoreConfig] = field(
         default_factory=dict, metadata=_meta(key_check=_region_name, region_keyed=True)
     )

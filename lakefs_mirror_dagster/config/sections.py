@@ -32,6 +32,7 @@ __all__ = [
     "EncryptConfig",
     "FreshnessConfig",
     "GarbageCollectionConfig",
+    "HooksConfig",
     "LakeFSCredentials",
     "LakeFSFrontConfig",
     "LoggingConfig",
@@ -176,6 +177,21 @@ class LakeFSFrontConfig:
 #: Measured: 20 x 64 MiB and one 2 GiB object copied with the defaults peak below 512 MiB RSS
 #: (``benchmarks/peak_rss.py --case large20`` / ``--case huge``).
 DEFAULT_MAX_BYTES_IN_FLIGHT = 256 * MiB
+
+
+@dataclass(frozen=True, kw_only=True)
+class HooksConfig:
+    """``hooks``: event-driven sync. When enabled, ``serve`` accepts lakeFS action webhooks (post-commit, post-merge,
+    branch and tag creation and deletion) and queues a wake-up per ref in the mirrors database; ``sync`` reads its
+    region's queue every ``poll_interval`` between its full passes and syncs the named refs at once, and the Dagster
+    hooks sensor requests their runs. ``secret``: when set, a hook must send it (header ``X-Lakefs-Mirror-Secret``
+    or query parameter ``secret``); without it the endpoint answers 401."""
+
+    enabled: bool = False
+    secret: Secret = field(default_factory=Secret)
+    poll_interval: timedelta = field(
+        default=timedelta(milliseconds=200), metadata=_meta(_at_least(timedelta(milliseconds=50)))
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

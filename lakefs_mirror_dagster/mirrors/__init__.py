@@ -30,11 +30,13 @@ from .models import (
 )
 from .organizations import Organization, key_fingerprint
 from .store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MirrorStore
+from .wakeups import WAKEUP_KINDS, RefWakeup
 
 __all__ = [
     "ALLOWED_TRANSITIONS",
     "DEFAULT_PAGE_SIZE",
     "MAX_PAGE_SIZE",
+    "WAKEUP_KINDS",
     "ConcurrentUpdate",
     "InvalidMirrorSpec",
     "InvalidStateTransition",
@@ -52,6 +54,7 @@ __all__ = [
     "NamespaceOverlap",
     "Organization",
     "RefInFlight",
+    "RefWakeup",
     "key_fingerprint",
     "new_mirror_id",
     "open_mirrors_database",

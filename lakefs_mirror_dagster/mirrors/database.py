@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self
 from .in_flight_model import RefInFlight
 from .models import Mirror, MirrorBranch, MirrorPage, MirrorState
 from .organizations import Organization
+from .wakeups import MAX_WAKEUPS, RefWakeup
 
 if TYPE_CHECKING:
     from ..config.database import MirrorsDatabaseConfig
@@ -135,6 +136,15 @@ class MirrorsDatabase(Protocol):
     def clear_in_flight(self, mirror_id: str, kind: str, ref: str) -> bool: ...
 
     def refs_in_flight(self, mirror_id: str) -> list[RefInFlight]: ...
+
+    # -- lakeFS hooks' wake-up queue (wakeups.py)
+    def queue_wakeup(
+        self, mirror_id: str, destination_region: str, kind: str, ref: str, event: str, now: datetime
+    ) -> RefWakeup: ...
+
+    def wakeups(self, destination_region: str, *, limit: int = MAX_WAKEUPS) -> list[RefWakeup]: ...
+
+    def ack_wakeups(self, handled: Iterable[RefWakeup]) -> int: ...
 
 
 def open_mirrors_database(config: MirrorsDatabaseConfig, *, create_tables: bool = True) -> MirrorsDatabase:

@@ -11,7 +11,7 @@ import dataclasses
 import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import InvalidMirrorSpec, InvalidStateTransition, MirrorExists, NamespaceInUse
 from .models import (
@@ -60,6 +60,7 @@ MAX_PAGE_SIZE = 10_000
 _MAX_TEXT = 4096
 _STORAGE_ID = re.compile(r"^[A-Za-z0-9._-]{0,128}$")
 _MAX_ADDRESS = 1024
+_T = TypeVar("_T")
 #: The retry schedule's fields once a branch synced (``record_branch(unblock=True)``).
 BRANCH_UNBLOCKED: dict[str, Any] = {
     "blocked_commit_id": None,
@@ -302,6 +303,6 @@ def gc_addresses(addresses: Iterable[str]) -> list[str]:
     return checked
 
 
-def chunks(items: Sequence[str], size: int) -> Iterator[list[str]]:
+def chunks(items: Sequence[_T], size: int) -> Iterator[list[_T]]:
     for start in range(0, len(items), size):
         yield list(items[start : start + size])

@@ -6,10 +6,10 @@ constraints, ``UPDATE ... WHERE generation = n``), never by a read in Python fol
 so two regions writing at once cannot corrupt it or lose an update.
 
 The store is put together from one part per table (``records``, ``branches``, ``validated``,
-``organizations``, ``gc_marks``, ``in_flight``) over the shared transaction runner (``transactions``); the engine
-is made in ``engine`` and the tables are created or upgraded by ``migrations``. What it checks before writing is shared
-with the DynamoDB store (``inputs``); ``open_mirrors_database`` (``database``) picks one of the two from the
-config.
+``organizations``, ``gc_marks``, ``in_flight``, ``wakeup_records``) over the shared transaction runner
+(``transactions``); the engine is made in ``engine`` and the tables are created or upgraded by ``migrations``.
+What it checks before writing is shared with the DynamoDB store (``inputs``); ``open_mirrors_database``
+(``database``) picks one of the two from the config.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from .migrations import upgrade_schema
 from .organizations import OrganizationRecords
 from .records import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MirrorRecords
 from .validated import ValidatedRangesCache
+from .wakeup_records import WakeupQueue
 
 __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "MirrorStore"]
 
@@ -38,6 +39,7 @@ class MirrorStore(
     OrganizationRecords,
     GcMarks,
     InFlightRecords,
+    WakeupQueue,
 ):
     """Typed access to the mirrors database; tables are created on construction.
 

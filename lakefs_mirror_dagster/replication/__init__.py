@@ -12,6 +12,8 @@ from .engine import (
     in_process_validator,
 )
 from .gc_deletions import GcResult, GcSettings, mirror_gc_deletions, run_gc_deletions
+from .hook_action import ACTION_PATH, install_hooks
+from .hooks import HOOK_EVENTS, HookEvent, WokenMirror, queue_hook_event, read_woken, sync_woken
 from .in_flight import BranchProgress, branch_progress, in_flight_line
 from .plugs import RefGate
 from .range_changes import RangeChanges, RangeReads, range_changes
@@ -24,6 +26,8 @@ from .storages import StorageDescription, describe_storages, missing_stores
 from .validation import RangeValidation, metadata_uri, read_metarange, validate_range
 
 __all__ = [
+    "ACTION_PATH",
+    "HOOK_EVENTS",
     "PROMOTED",
     "RETIRING",
     "ApiObjectReader",
@@ -33,6 +37,7 @@ __all__ = [
     "EngineSettings",
     "GcResult",
     "GcSettings",
+    "HookEvent",
     "MirrorEngine",
     "MirrorRefMoved",
     "MirrorSyncResult",
@@ -56,17 +61,22 @@ __all__ = [
     "StorageDescription",
     "TransferStats",
     "ValidatedCache",
+    "WokenMirror",
     "branch_progress",
     "describe_storages",
     "in_flight_line",
     "in_process_validator",
+    "install_hooks",
     "metadata_uri",
     "mirror_gc_deletions",
     "missing_stores",
     "pending_block",
+    "queue_hook_event",
     "range_changes",
     "read_metarange",
+    "read_woken",
     "run_gc_deletions",
+    "sync_woken",
     "transfer_range",
     "validate_range",
 ]

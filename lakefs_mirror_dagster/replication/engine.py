@@ -66,6 +66,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+#: Named branches up to this many have their heads read one by one (two calls each) instead of both sides listed.
+_HEAD_READS_MAX = 10
 
 
 class MirrorRefMoved(ReplicationError):
@@ -177,23 +179,41 @@ class MirrorEngine:
             )
 
     # ------------------------------------------------------------------ whole mirror
-    def sync(self, *, branches: Iterable[str] | None = None, gate: RefGate | None = None) -> MirrorSyncResult:
-        """One pass over every branch (or the named ones) and, unless disabled, every tag. A branch ``gate``
-        answers for (the retry schedule's cooldown) is reported as the gate says instead of being synced."""
+    def sync(
+        self, *, branches: Iterable[str] | None = None, gate: RefGate | None = None, tags: bool | None = None
+    ) -> MirrorSyncResult:
+        """One pass over every branch (or the named ones) and, unless disabled, every tag (``tags``: whether
+        the tags too; by default only when no branches are named). A branch ``gate`` answers for (the retry
+        schedule's cooldown) is reported as the gate says instead of being synced."""
         started = time.monotonic()
         result = MirrorSyncResult(mirror=self.mirror_repo, source_repository=self.source.repository)
         self.ensure_mirror_repository()
+        heads = self._branch_heads(None if branches is None else set(branches))
+        result.refs.extend(sync_branches(heads, self.sync_ref, gate, self.settings.branch_workers))
+        if self.settings.mirror_tags and (branches is None if tags is None else tags):
+            result.refs.extend(self._sync_differing_tags())
+        result.duration_seconds = time.monotonic() - started
+        return result
+
+    def _branch_heads(self, named: set[str] | None) -> dict[str, tuple[str | None, str | None]]:
+        """Name -> (source head, mirror head) of every branch on either side, or of the ``named`` ones that
+        exist on either. A few named branches (a hook's, a retry's) are read one by one rather than listed,
+        so their pass costs the same in a repository of ten branches or of ten thousand."""
+        if named is not None and len(named) <= _HEAD_READS_MAX:
+            read = {
+                n: (
+                    branch_head(self.source.client, self.source.repository, n),
+                    branch_head(self.destination, self.mirror_repo, n),
+                )
+                for n in sorted(named)
+            }
+            return {n: h for n, h in read.items() if h != (None, None)}
         page = self.settings.list_page_size
         src_branches = branch_heads(self.source.client, self.source.repository, page_size=page)
         dst_branches = branch_heads(self.destination, self.mirror_repo, page_size=page)
         everything = src_branches.keys() | dst_branches.keys()
-        names = sorted(everything if branches is None else everything & set(branches))
-        heads = {n: (src_branches.get(n), dst_branches.get(n)) for n in names}
-        result.refs.extend(sync_branches(heads, self.sync_ref, gate, self.settings.branch_workers))
-        if self.settings.mirror_tags and branches is None:
-            result.refs.extend(self._sync_differing_tags())
-        result.duration_seconds = time.monotonic() - started
-        return result
+        names = sorted(everything if named is None else everything & named)
+        return {n: (src_branches.get(n), dst_branches.get(n)) for n in names}
 
     def tags(self) -> tuple[dict[str, str], dict[str, str]]:
         """Tag name -> commit ID at the source and at the mirror (empty for a mirror not created yet)."""

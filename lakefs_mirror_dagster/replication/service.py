@@ -289,6 +289,8 @@ class ReplicationService:
                 raise ReplicationError(f"repository {mirror.name} is not this mirror's; not deleting it")
             client.delete_repository(mirror.name, force=True)
         self.mirrors.delete_mirror(mirror.id)
+        queued = self.mirrors.wakeups(mirror.destination_region)  # hooks' wake-ups of it: nobody reads them now
+        self.mirrors.ack_wakeups(w for w in queued if w.mirror_id == mirror.id)
 
     def scrubber(self, name: str) -> Scrubber:
         """The scrubber of this region's mirror ``name`` (``scrub.py``); ``MirrorNotFound`` otherwise."""
@@ -305,14 +307,20 @@ class ReplicationService:
         )
 
     def sync(
-        self, *, name: str | None = None, branches: list[str] | None = None, due_only: bool = False
+        self,
+        *,
+        name: str | None = None,
+        branches: list[str] | None = None,
+        due_only: bool = False,
+        tags: bool | None = None,
     ) -> list[MirrorSyncResult]:
         """One pass over this region's mirrors: retire deleted ones, (re)activate pending and failed ones and
         sync them with the active ones, record branch states. A mirror whose store is gone is reported. A
         blocked branch still in its cooldown (``retry.py``) is not tried: it is reported ``deferred``.
 
         ``due_only``: a retry pass (``validator.run_interval``): only the blocked branches of active mirrors
-        whose cooldown has ended; mirrors without any are left out of the results."""
+        whose cooldown has ended; mirrors without any are left out of the results. ``tags``: whether the tags
+        are synced too (default: only when no branches are named)."""
         mine = list(self.my_mirrors())  # one listing serves the store check and the pass
         storeless = self.fail_storeless_mirrors(mine)
         results = []
@@ -335,7 +343,7 @@ class ReplicationService:
                     log.info("mirror %s deleted (repository and record)", mirror.name, extra=self._fields(mirror))
                     continue
                 mirror = self.activate(mirror)
-                result = self.engine_for(mirror).sync(branches=wanted, gate=self.retries.gate(mirror))
+                result = self.engine_for(mirror).sync(branches=wanted, gate=self.retries.gate(mirror), tags=tags)
             except MirrorsDatabaseUnavailable:
                 raise  # the pass cannot go on without the database: the caller reports it once
             except Exception as exc:

@@ -40,6 +40,7 @@ from ..replication import ReplicationError, ReplicationService, branch_progress,
 from ..storage import InvalidStorageURI, StorageError
 from . import rbac
 from .auth import Authenticator, Identity, lakefs_verifier
+from .hooks import add_hooks_route
 from .lakefs_front import LakeFSFront
 from .models import REPOSITORY_NAME, ErrorBody, MirrorBody, MirrorCreation, MirrorList, StorageList
 
@@ -325,6 +326,8 @@ def _build(state: _State | None) -> FastAPI:
     def list_storages(who: Who, request: Request) -> dict[str, Any]:
         st = _state(request)
         return {"results": [s.as_dict() for s in describe_storages(st.service.config)]}
+
+    add_hooks_route(app, _state, ERRORS)
 
     original_openapi = app.openapi
 

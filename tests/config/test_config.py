@@ -19,6 +19,7 @@ from lakefs_mirror_dagster.config import (
     AuthCacheConfig,
     CommitSensorConfig,
     ConfigError,
+    HooksConfig,
     LakeFSFrontConfig,
     LoggingConfig,
     MirrorsManagerConfig,
@@ -723,6 +724,7 @@ def test_unknown_key_without_close_match_lists_valid_keys() -> None:
             "lakefs_front.enabled",
             "without a path",
         ),
+        ({"hooks": {"poll_interval": "10ms"}}, "hooks.poll_interval", "at least 50ms"),
         ({"logging": {"format": "xml"}}, "logging.format", "text, json"),
         ({"transfer": {"mode": "mirror"}}, "transfer.mode", "copy, external"),
         ({"transfer": {"multipart_chunk_size": "4MiB"}}, "transfer.multipart_chunk_size", "5 MiB"),
@@ -1036,6 +1038,7 @@ def test_example_config_loads_and_shows_the_defaults(tmp_path: Path, monkeypatch
     assert config.mirrors_database == parse_config(minimal()).mirrors_database
     assert config.listen_address == "0.0.0.0:8008"
     assert config.lakefs_front == LakeFSFrontConfig()
+    assert config.hooks == HooksConfig()
     assert text.count("\n") > 50 and "# blockstores:" in text and "# source_stores:" in text
 
 

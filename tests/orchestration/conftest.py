@@ -20,7 +20,7 @@ from lakefs_mirror_dagster.orchestration.definitions import build_definitions
 from lakefs_mirror_dagster.replication import ReplicationService
 from tests.replication.conftest import config_path, content, isolated_regions, service_for
 
-__all__ = ["MirrorCase", "config_path", "isolated_regions", "service_for"]
+__all__ = ["MirrorCase", "config_path", "isolated_case", "isolated_regions", "service_for"]
 
 # Spark's Python workers must import this package: run them with the test interpreter. Set before any
 # SparkContext starts (the session fixture and the validator resource share one session).
@@ -50,6 +50,31 @@ class MirrorCase:
         for key, size in files.items():
             self.src.upload_object(self.repo, branch, key, content(key, size))
         return self.src.commit(self.repo, branch, message).id
+
+
+def isolated_case(
+    lakefs_env: Environment,
+    isolated_regions: tuple[Callable[[str], Path], Callable[[str], ReplicationService]],
+    unique_name: Callable[[str], str],
+    prefix: str,
+    path: Path,
+    config: ReplicationConfig | None = None,
+) -> MirrorCase:
+    """A new source repository in region-a and its pending mirror in region-b, recorded in the isolated regions'
+    database; ``path`` is region-b's config (``config``: that config as loaded, if changed after loading)."""
+    service = isolated_regions[1]
+    src_svc, dst_svc = service("region-a"), service("region-b")
+    src = src_svc.client("region-a")
+    repo = unique_name(prefix)
+    src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
+    mirror = src_svc.create_mirror(
+        source_repository=repo,
+        name=unique_name("m"),
+        region="region-b",
+        storage_namespace=lakefs_env.region("region-b").namespace_for(unique_name("ns")),
+    )
+    config = config or load_config(path, env={})
+    return MirrorCase(repo, mirror, src, dst_svc.client("region-b"), src_svc, dst_svc, config, path)
 
 
 @pytest.fixture

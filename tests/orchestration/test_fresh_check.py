@@ -18,7 +18,7 @@ from lakefs_mirror_dagster.orchestration.mirroring.branch_heads import mirror_as
 from lakefs_mirror_dagster.orchestration.mirroring.freshness import FRESH
 
 from ..replication.conftest import rot_at_source
-from .conftest import MirrorCase
+from .conftest import isolated_case
 from .test_tags import _tick
 
 pytestmark = pytest.mark.integration
@@ -33,21 +33,12 @@ def _evaluations(instance: dg.DagsterInstance, mirror: str) -> list[Any]:
 def test_the_fresh_check_fails_naming_a_branch_left_behind_and_passes_again_once_it_catches_up(
     lakefs_env, isolated_regions, unique_name, instance: dg.DagsterInstance
 ) -> None:
-    config_path, service = isolated_regions
-    src_svc, dst_svc = service("region-a"), service("region-b")
-    src = src_svc.client("region-a")
-    repo = unique_name("fresh")
-    src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
-    mirror = src_svc.create_mirror(
-        source_repository=repo,
-        name=unique_name("m"),
-        region="region-b",
-        storage_namespace=lakefs_env.region("region-b").namespace_for(unique_name("ns")),
-    )
+    config_path = isolated_regions[0]
     path = config_path("region-b")
     config = load_config(path, env={})
     config = dataclasses.replace(config, freshness=FreshnessConfig(max_behind=dt.timedelta(seconds=1)))
-    case = MirrorCase(repo, mirror, src, dst_svc.client("region-b"), src_svc, dst_svc, config, path)
+    case = isolated_case(lakefs_env, isolated_regions, unique_name, "fresh", path, config)
+    repo, mirror, src, dst_svc = case.repo, case.mirror, case.src, case.service
     case.commit("main", {"tables/t/part-0.parquet": 100}, "first")
     defs = case.definitions()
     sensor = commit_sensor_name(mirror.name)

@@ -10,12 +10,11 @@ from urllib.parse import urlsplit
 import dagster as dg
 import pytest
 
-from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.demo.converge import run_until_converged
 from lakefs_mirror_dagster.orchestration.mirroring import MANAGER_SENSOR_NAME, commit_sensor_name, run_key
 
 from ..replication.test_retry_schedule import with_cooldowns
-from .conftest import MirrorCase, content
+from .conftest import content, isolated_case
 from .test_tags import _tick
 
 pytestmark = pytest.mark.integration
@@ -24,20 +23,11 @@ pytestmark = pytest.mark.integration
 def test_sensor_retries_a_blocked_branch_after_its_cooldown(
     lakefs_env, isolated_regions, unique_name, instance: dg.DagsterInstance
 ) -> None:
-    config_path, service = isolated_regions
+    config_path = isolated_regions[0]
     # long enough that a loaded machine's first runs end inside it (the test then waits it out)
     path = with_cooldowns(config_path("region-b"), on_missing="10s")
-    src_svc, dst_svc = service("region-a"), service("region-b")
-    src = src_svc.client("region-a")
-    repo = unique_name("retry")
-    src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
-    mirror = src_svc.create_mirror(
-        source_repository=repo,
-        name=unique_name("m"),
-        region="region-b",
-        storage_namespace=lakefs_env.region("region-b").namespace_for(unique_name("ns")),
-    )
-    case = MirrorCase(repo, mirror, src, dst_svc.client("region-b"), src_svc, dst_svc, load_config(path, env={}), path)
+    case = isolated_case(lakefs_env, isolated_regions, unique_name, "retry", path)
+    repo, mirror, src, dst_svc = case.repo, case.mirror, case.src, case.service
     case.commit("main", {"tables/t/part-0.parquet": 100}, "first")
     case.src.create_branch(repo, "bad", "main")
     bad_head = case.commit("bad", {"tables/rot/part-0.parquet": 3000}, "an object that will rot")

@@ -8,6 +8,7 @@ from .in_flight import DynamoInFlightRecords
 from .organizations import DynamoOrganizationRecords
 from .records import DynamoMirrorRecords
 from .validated import DynamoValidatedRanges
+from .wakeups import DynamoWakeupQueue
 
 __all__ = ["DynamoMirrorStore"]
 
@@ -19,6 +20,7 @@ class DynamoMirrorStore(
     DynamoOrganizationRecords,
     DynamoGcMarks,
     DynamoInFlightRecords,
+    DynamoWakeupQueue,
 ):
     """The same operations and guarantees as ``MirrorStore``, on a DynamoDB table (created when missing).
 

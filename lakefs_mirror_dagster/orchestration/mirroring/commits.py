@@ -11,18 +11,21 @@ of that head so far: each retry is a new key, and the same retry is never reques
 ``max_requests`` run requests or ``budget_seconds``; the cursor then says where the next tick resumes.
 Tags are compared as a whole set each tick: when they differ, one run of the mirror's ``tags`` asset is
 requested, keyed ``<mirror>/tags/<source digest>@<mirror digest>``.
+With ``hooks.enabled`` the sensor also ticks every second between its scans, for the refs lakeFS hooks queued
+(``replication/hooks.py``), with the same keys.
 """
 
 import datetime as dt
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import dagster as dg
 
-from ...mirrors import Mirror, MirrorState
-from ...replication import ReplicationService, pending_block
-from ...replication.heads import branch_heads, tag_commits
+from ...mirrors import Mirror, MirrorBranch, MirrorState
+from ...replication import ReplicationService, WokenMirror, pending_block, read_woken
+from ...replication.heads import branch_head, branch_heads, tag_commits
 from ..resources import ReplicationResource
 from .branch_heads import branch_partitions, branch_partitions_name, mirror_asset_key
 from .checks import RANGES_VALIDATED
@@ -37,6 +40,7 @@ __all__ = [
     "commit_sensor_name",
     "run_key",
     "scan_branches",
+    "scan_woken",
     "tags_run_request",
 ]
 
@@ -87,9 +91,7 @@ def scan_branches(
     page = service.config.commit_sensor.list_branch_page_size
     src = branch_heads(service.client(mirror.source_region), mirror.source_repository, page_size=page)
     dst = branch_heads(service.client(mirror.destination_region), mirror.name, page_size=page, missing_ok=True)
-    blocks = service.retries.blocks(mirror)
-    recorded = {b.branch: b for b in service.mirrors.get_branches(mirror.id)}
-    now = dt.datetime.now(dt.UTC)
+    state = _BranchStates.read(service, mirror)
     scan = BranchScan()
     for name in sorted(set(src) | set(dst)):
         if name <= after:
@@ -98,41 +100,88 @@ def scan_branches(
             scan.resume_after = _last_scanned(scan, after)
             break
         scan.scanned += 1
-        source_head, mirror_head = src.get(name), dst.get(name)
         scan.resume_after = name
-        if name not in known_partitions:
-            scan.add.append(name)
-        if source_head != mirror_head:
-            block = pending_block(blocks.get(name), source_head)
-            if block is not None and not block.due(now):
-                scan.cooling.append(name)
-                continue
-            scan.requests.append(
-                dg.RunRequest(
-                    partition_key=name,
-                    asset_selection=[mirror_asset_key(mirror.name)],
-                    # Only the blocking check: the ``fresh`` check reads every branch of the mirror, and the
-                    # sensor evaluates it each tick; in each branch's run it would cost O(branches) per run.
-                    asset_check_keys=[dg.AssetCheckKey(mirror_asset_key(mirror.name), RANGES_VALIDATED)],
-                    run_key=run_key(mirror.name, name, source_head, mirror_head, block.attempts if block else 0),
-                    tags={MIRROR_TAG: mirror.name, BRANCH_TAG: name, SOURCE_COMMIT_TAG: source_head or "deleted"},
-                )
-            )
-            known = recorded.get(name)
-            seen = known is not None and known.source_commit_id == source_head and known.source_commit_time
-            if source_head is not None and not seen:  # with its time: how long the mirror is behind it (``status``)
-                created = service.client(mirror.source_region).get_commit(mirror.source_repository, source_head)
-                service.mirrors.record_branch(
-                    mirror.id,
-                    name,
-                    source_commit_id=source_head,
-                    source_commit_time=dt.datetime.fromtimestamp(created.creation_date, dt.UTC),
-                )
+        _compare_branch(service, mirror, scan, name, (src.get(name), dst.get(name)), known_partitions, state)
     else:
         scan.resume_after = ""  # a full pass: start from the first branch next tick
     gone = sorted(known_partitions - set(src) - set(dst))
     scan.delete = gone[:MAX_PARTITION_DELETES_PER_TICK]
     return scan
+
+
+def scan_woken(
+    service: ReplicationService, mirror: Mirror, branches: Iterable[str], *, known_partitions: set[str]
+) -> BranchScan:
+    """What ``scan_branches`` decides, for only the ``branches`` lakeFS hooks named (their heads read one by
+    one): the same run keys, so a branch a hook and the next full scan both find gets one run."""
+    scan = BranchScan()
+    state = _BranchStates.read(service, mirror)
+    for name in branches:
+        heads = (
+            branch_head(service.client(mirror.source_region), mirror.source_repository, name),
+            branch_head(service.client(mirror.destination_region), mirror.name, name),
+        )
+        scan.scanned += 1
+        if heads[0] is not None or heads[1] is not None:
+            _compare_branch(service, mirror, scan, name, heads, known_partitions, state)
+    return scan
+
+
+@dataclass(frozen=True)
+class _BranchStates:
+    """What one scan reads of the mirrors database once: the recorded branches and their blocks."""
+
+    recorded: dict[str, MirrorBranch]
+    blocks: dict[str, MirrorBranch]
+    now: dt.datetime
+
+    @classmethod
+    def read(cls, service: ReplicationService, mirror: Mirror) -> "_BranchStates":
+        recorded = {b.branch: b for b in service.mirrors.get_branches(mirror.id)}
+        return cls(recorded, service.retries.blocks(mirror), dt.datetime.now(dt.UTC))
+
+
+def _compare_branch(
+    service: ReplicationService,
+    mirror: Mirror,
+    scan: BranchScan,
+    name: str,
+    heads: tuple[str | None, str | None],
+    known_partitions: set[str],
+    state: "_BranchStates",
+) -> None:
+    """Add ``name``'s partition if new and, when its source and mirror heads differ, a run request (unless its
+    blocked head is still in its cooldown), recording the source head's time for ``status``."""
+    source_head, mirror_head = heads
+    if name not in known_partitions:
+        scan.add.append(name)
+    if source_head == mirror_head:
+        return
+    block = pending_block(state.blocks.get(name), source_head)
+    if block is not None and not block.due(state.now):
+        scan.cooling.append(name)
+        return
+    scan.requests.append(
+        dg.RunRequest(
+            partition_key=name,
+            asset_selection=[mirror_asset_key(mirror.name)],
+            # Only the blocking check: the ``fresh`` check reads every branch of the mirror, and the
+            # sensor evaluates it each tick; in each branch's run it would cost O(branches) per run.
+            asset_check_keys=[dg.AssetCheckKey(mirror_asset_key(mirror.name), RANGES_VALIDATED)],
+            run_key=run_key(mirror.name, name, source_head, mirror_head, block.attempts if block else 0),
+            tags={MIRROR_TAG: mirror.name, BRANCH_TAG: name, SOURCE_COMMIT_TAG: source_head or "deleted"},
+        )
+    )
+    known = state.recorded.get(name)
+    seen = known is not None and known.source_commit_id == source_head and known.source_commit_time
+    if source_head is not None and not seen:  # with its time: how long the mirror is behind it (``status``)
+        created = service.client(mirror.source_region).get_commit(mirror.source_repository, source_head)
+        service.mirrors.record_branch(
+            mirror.id,
+            name,
+            source_commit_id=source_head,
+            source_commit_time=dt.datetime.fromtimestamp(created.creation_date, dt.UTC),
+        )
 
 
 def tags_run_request(service: ReplicationService, mirror: Mirror) -> dg.RunRequest | None:
@@ -166,25 +215,36 @@ def build_commit_sensor(
     max_requests: int = MAX_REQUESTS_PER_TICK,
     budget_seconds: float = TICK_BUDGET_SECONDS,
     max_behind_seconds: float | None = None,
+    hooks_interval_seconds: int | None = None,
 ) -> dg.SensorDefinition:
     """The commit sensor of one mirror, running by default so a new mirror replicates without a click. With
-    ``max_behind_seconds``, each tick also evaluates the mirror's ``fresh`` check (``freshness.py``)."""
+    ``max_behind_seconds``, each tick also evaluates the mirror's ``fresh`` check (``freshness.py``).
+
+    With ``hooks_interval_seconds`` (``hooks.enabled``), it ticks that often: a tick reads the wake-up queue
+    lakeFS hooks fill (one query) and requests runs for the refs it names, and only every ``interval_seconds``
+    (or while a full scan is unfinished) it scans every branch as without hooks. Both use the same run keys in
+    the same sensor, so a change a hook and a scan both see gets one run."""
     partitions = branch_partitions(mirror)
 
     @dg.sensor(
         name=commit_sensor_name(mirror),
         target=[target] + ([tags_target] if tags_target is not None else []),
-        minimum_interval_seconds=interval_seconds,
+        minimum_interval_seconds=hooks_interval_seconds or interval_seconds,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description=f"Requests a run for every branch of mirror {mirror} whose source head moved, and for its tags.",
     )
     def commit_sensor(context: dg.SensorEvaluationContext, replication: ReplicationResource) -> dg.SensorResult:
         service = replication.service()
+        state = json.loads(context.cursor) if context.cursor else {}
+        woken: list[WokenMirror] = []
+        if hooks_interval_seconds is not None:
+            woken, _ = read_woken(service, name=mirror)
+            if time.time() - state.get("full_at", 0.0) < interval_seconds:
+                return _woken_result(context, service, woken, partitions, tags_target is not None)
         found = next(service.my_mirrors(name=mirror), None)
         if found is None or found.state != MirrorState.ACTIVE:
             state = "gone" if found is None else found.state.value
             return dg.SensorResult(skip_reason=f"mirror {mirror} is {state}", cursor=context.cursor)
-        state = json.loads(context.cursor) if context.cursor else {}
         after = state.get("after", "")
         known = set(context.instance.get_dynamic_partitions(branch_partitions_name(mirror)))
         scan = scan_branches(
@@ -207,7 +267,10 @@ def build_commit_sensor(
         fresh = state.get("fresh", "")
         if max_behind_seconds is not None:
             fresh = _report_freshness(context, service, mirror, max_behind_seconds, fresh)
-        cursor = json.dumps({"after": scan.resume_after, "fresh": fresh})
+        full_at = state.get("full_at", 0.0) if scan.resume_after else time.time()  # an unfinished scan goes on
+        cursor = json.dumps({"after": scan.resume_after, "fresh": fresh, "full_at": full_at})
+        for entry in woken:  # what the hooks named before this scan, the scan covered
+            service.mirrors.ack_wakeups(entry.wakeups)
         context.log.info(
             f"{mirror}: scanned {scan.scanned} branch(es), {len(scan.requests)} run(s) requested, "
             f"{len(scan.add)} partition(s) added, {len(scan.delete)} removed"
@@ -225,6 +288,40 @@ def build_commit_sensor(
         return dg.SensorResult(run_requests=scan.requests, dynamic_partitions_requests=dynamic, cursor=cursor)
 
     return commit_sensor
+
+
+def _woken_result(
+    context: dg.SensorEvaluationContext,
+    service: ReplicationService,
+    woken: list[WokenMirror],
+    partitions: dg.DynamicPartitionsDefinition,
+    with_tags: bool,
+) -> dg.SensorResult:
+    """A hooks tick: runs for the branches (and the tags) the queued wake-ups name, which are then acknowledged."""
+    if not woken:
+        return dg.SensorResult(skip_reason="no lakeFS hook since the last tick", cursor=context.cursor)
+    entry = woken[0]  # read_woken(name=...) returns this mirror alone
+    scan = BranchScan()
+    if entry.mirror.state == MirrorState.ACTIVE:
+        known = set(context.instance.get_dynamic_partitions(branch_partitions_name(entry.mirror.name)))
+        scan = scan_woken(service, entry.mirror, entry.branches, known_partitions=known)
+        if with_tags and entry.tags:
+            tags_request = tags_run_request(service, entry.mirror)
+            if tags_request is not None:
+                scan.requests.append(tags_request)
+    service.mirrors.ack_wakeups(entry.wakeups)
+    context.log.info(
+        f"{entry.mirror.name}: {len(entry.wakeups)} hook wake-up(s), {len(scan.requests)} run(s) requested"
+        + (f", {len(scan.cooling)} blocked branch(es) in their cooldown" if scan.cooling else "")
+    )
+    dynamic = [partitions.build_add_request(scan.add)] if scan.add else []
+    if not scan.requests:
+        return dg.SensorResult(
+            skip_reason=f"{entry.mirror.name}: the woken refs are in sync",
+            dynamic_partitions_requests=dynamic,
+            cursor=context.cursor,
+        )
+    return dg.SensorResult(run_requests=scan.requests, dynamic_partitions_requests=dynamic, cursor=context.cursor)
 
 
 def _report_freshness(

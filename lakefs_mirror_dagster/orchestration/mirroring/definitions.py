@@ -42,6 +42,7 @@ def mirroring_definitions(
             tags_target=tags,
             interval_seconds=_seconds(commit_interval, 60),
             max_behind_seconds=max_behind,
+            hooks_interval_seconds=_seconds(config.hooks.poll_interval, 1) if config and config.hooks.enabled else None,
         )
         for name, branches, tags in zip(names, branch_assets, tag_assets, strict=True)
     ]
