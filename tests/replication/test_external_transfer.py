@@ -26,7 +26,9 @@ from .conftest import assert_mirror_equals_source, content
 
 pytestmark = pytest.mark.integration
 
-COOLDOWN_S = 1.0
+#: Long enough that the replication and the sync right after the first pass end within it, even on a loaded machine
+#: (at 1 s, a loaded run saw the cooldown over before the pass that must be deferred).
+COOLDOWN_S = 4.0
 #: MinIO replicates a new or resynced object within a second on loopback; bounded well above that.
 DELIVERY_TIMEOUT_S = 30.0
 
