@@ -123,12 +123,13 @@ def main() -> None:
         code, lines = _lines_in_a_pipe(_cli(config, in_a_pipe, "--progress", "lines", *every), child_env, args.timeout)
         lines_s = time.monotonic() - started
         thread.join()
+        # written before the environment is torn down (deleting 400,000 objects' files takes minutes)
         run, terminal_s = result["terminal"]  # type: ignore[misc]
-    (args.out / "terminal.txt").write_text("".join(chunk for _, chunk in run.chunks))
-    (args.out / "lines.txt").write_text("".join(f"t+{at:8.1f}s {line}\n" for at, line in lines))
-    _report_terminal(run, terminal_s, args.progress_every)
-    _report_lines(code, lines, lines_s, args.progress_every)
-    print(f"\ncaptures in {args.out}/ (terminal.txt replays with `cat`); end: {fx.machine_load()}")
+        (args.out / "terminal.txt").write_text("".join(chunk for _, chunk in run.chunks))
+        (args.out / "lines.txt").write_text("".join(f"t+{at:8.1f}s {line}\n" for at, line in lines))
+        _report_terminal(run, terminal_s, args.progress_every)
+        _report_lines(code, lines, lines_s, args.progress_every)
+        print(f"\ncaptures in {args.out}/ (terminal.txt replays with `cat`); end: {fx.machine_load()}")
     if run.returncode != 0 or code != 0:
         sys.exit(1)
 
