@@ -80,6 +80,7 @@ def _bars(stream: TextIO) -> Iterator[ProgressListener]:
         detail = (
             f"ranges {progress.ranges_done}/{progress.ranges_planned}, "
             f"{progress.bytes_done / 1e6:.1f} MB copied at {progress.bytes_per_second / 1e6:.1f} MB/s"
+            + (f", validating {progress.validating} range(s)" if progress.validating else "")
             + (f", {len(progress.refs_in_flight)} ref(s) syncing" if progress.refs_in_flight else "")
         )
         with lock:

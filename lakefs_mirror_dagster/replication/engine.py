@@ -433,8 +433,8 @@ class MirrorEngine:
             return []
         try:
             failed_before = stats.failed_object_count
+            ref = getattr(self._syncing, "ref", None)
             if new_ranges:
-                ref = getattr(self._syncing, "ref", None)
                 self.progress.batch_planned((r for r in refs if r.range_id in new_ranges), ref=ref)
                 handled_before, bytes_before = stats.objects_handled, stats.bytes_copied
                 self.transferer(new_ranges, commit, stats)
@@ -451,7 +451,11 @@ class MirrorEngine:
             if not put_metadata_file(self.dst_store, self.dst_ns, metarange_id, data, keep_present=keep_present):
                 stats.metadata_files_present += 1
             failpoint("after_metarange_file")
-            return self._validate_metarange(metarange_id, range_ids, new_ranges, stats, intact)
+            self.progress.validation_started(len(new_ranges), ref=ref)
+            try:
+                return self._validate_metarange(metarange_id, range_ids, new_ranges, stats, intact)
+            finally:
+                self.progress.validation_done(len(new_ranges), ref=ref)
         finally:  # kept for this metarange's validation only, so what a pass holds stays bounded
             self.range_reads.forget([*new_ranges, *(b for bs in new_ranges.values() for b in bs)])
 

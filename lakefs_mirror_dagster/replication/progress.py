@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -34,6 +35,8 @@ class Progress:
     objects_planned: int = 0
     objects_done: int = 0
     bytes_done: int = 0
+    #: Ranges whose objects have arrived and are being validated at the mirror now (the last, silent stage).
+    validating: int = 0
     elapsed_seconds: float = 0.0
 
     @property
@@ -59,6 +62,7 @@ class Progress:
             f"{_mb(self.bytes_done)} MB copied, "
             f"{_mb(self.bytes_per_second):.1f} MB/s, "
             f"eta {'-' if eta is None else f'{eta:.0f}s'}, {self.elapsed_seconds:.0f}s elapsed"
+            + (f", validating {self.validating} range(s)" if self.validating else "")
             + (f", syncing {refs}" if refs else "")
             + (f", {self.refs_done} ref(s) done" if self.refs_done else "")
         )
@@ -102,6 +106,9 @@ class _Tally:
         self.live_objects += 1
         self.live_bytes += copied_bytes
 
+    def validating(self, delta: int) -> None:
+        self.state = replace(self.state, validating=max(0, self.state.validating + delta))
+
     def batch_done(self, ranges: int, objects: int, copied_bytes: int) -> None:
         s = self.state
         self.state = replace(
@@ -134,11 +141,19 @@ class ProgressReporter:
         self._refs: dict[str, tuple[_Tally, str | None, float]] = {}
         self._listeners: list[list[Any]] = []  # [listener, every_s, last time told]
         self._watchers: list[Callable[[], None]] = []
+        self._heartbeat: threading.Thread | None = None
         self._lock = threading.Lock()
 
     def listen(self, listener: ProgressListener, *, every_s: float = 10.0) -> None:
-        """Send snapshots to ``listener``, at most one per ``every_s`` seconds (and one per finished ref)."""
+        """Send snapshots to ``listener``, at most one per ``every_s`` seconds (and one per started or finished
+        ref); while a ref is in flight, also when nothing moved (validation counts no objects), so a long stage
+        is never silent."""
         self._listeners.append([listener, every_s, float("-inf")])
+        if self._heartbeat is None:
+            self._heartbeat = threading.Thread(
+                target=_heartbeat, args=(weakref.ref(self),), name="progress-heartbeat", daemon=True
+            )
+            self._heartbeat.start()
 
     def watch_refs(self, watcher: Callable[[], None]) -> None:
         """Call ``watcher`` (no arguments, it must not block) whenever a ref starts or finishes."""
@@ -165,6 +180,7 @@ class ProgressReporter:
             self._total.state = replace(s, refs_in_flight=(*s.refs_in_flight, name))
             self._refs[name] = (_Tally(Progress(self.mirror, refs_in_flight=(name,))), source_commit, self._clock())
         self._tell_watchers()
+        self._tell(force=True)  # at once: planning a large commit can take a while before the first copy
 
     def ref_finished(self, name: str) -> None:
         with self._lock:
@@ -200,6 +216,27 @@ class ProgressReporter:
                 tally.batch_done(ranges, objects, copied_bytes)
         self._tell()
 
+    def validation_started(self, ranges: int, *, ref: str | None = None) -> None:
+        """``ranges`` ranges (for ``ref``) are being validated at the mirror."""
+        with self._lock:
+            for tally in self._tallies(ref):
+                tally.validating(ranges)
+        self._tell()
+
+    def validation_done(self, ranges: int, *, ref: str | None = None) -> None:
+        with self._lock:
+            for tally in self._tallies(ref):
+                tally.validating(-ranges)
+        self._tell()
+
+    def _beat(self) -> float:
+        """Tell the listeners that are due while a ref is in flight; seconds until the next beat."""
+        with self._lock:
+            flying = bool(self._refs)
+        if flying:
+            self._tell()
+        return max(_MIN_BEAT_S, min((entry[1] for entry in self._listeners), default=_MIN_BEAT_S))
+
     def _tallies(self, ref: str | None) -> list[_Tally]:
         """The pass's tally and, for a ref in flight, the ref's own (under the lock)."""
         own = self._refs.get(ref) if ref is not None else None
@@ -220,3 +257,16 @@ class ProgressReporter:
         for entry in due:
             entry[2] = now
             entry[0](snapshot)
+
+
+#: The shortest pause of the heartbeat thread (a listener may ask for snapshots every 0.1 s).
+_MIN_BEAT_S = 0.5
+
+
+def _heartbeat(reporter_ref: weakref.ref[ProgressReporter]) -> None:
+    """Beat while the reporter exists; it holds no reference to it in between, so an engine that is done with
+    its reporter lets it (and this thread) go."""
+    while (reporter := reporter_ref()) is not None:
+        pause = reporter._beat()
+        del reporter
+        time.sleep(pause)

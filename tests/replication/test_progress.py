@@ -3,6 +3,8 @@ batch returns, and handed to listeners at their own cadence."""
 
 from __future__ import annotations
 
+import time
+
 from lakefs_mirror_dagster.graveler.records import RangeRef
 from lakefs_mirror_dagster.replication.progress import Progress, ProgressReporter
 
@@ -57,3 +59,25 @@ def test_listeners_hear_at_their_cadence_and_always_when_a_ref_finishes() -> Non
     assert len(heard) == 2 and heard[-1].objects_done == 51
     progress.ref_finished("branch a")
     assert len(heard) == 3 and heard[-1].refs_done == 1
+
+
+def test_a_ref_is_told_at_once_and_a_silent_stage_still_beats() -> None:
+    """The first report comes when a ref starts (planning a large commit takes a while); while the mirror
+    validates, no object moves, yet listeners keep hearing, and the line says what is going on."""
+    progress = ProgressReporter("m")
+    heard: list[Progress] = []
+    progress.listen(heard.append, every_s=0.1)
+    progress.ref_started("branch main")
+    assert heard and heard[-1].refs_in_flight == ("branch main",)
+    progress.validation_started(3)
+    told = len(heard)
+    deadline = time.monotonic() + 5
+    while len(heard) < told + 2 and time.monotonic() < deadline:  # no event: only the heartbeat can tell
+        time.sleep(0.05)
+    assert len(heard) >= told + 2, "no heartbeat while validating"
+    assert heard[-1].validating == 3 and "validating 3 range(s)" in heard[-1].line()
+    progress.validation_done(3)
+    progress.ref_finished("branch main")
+    settled = len(heard)
+    time.sleep(1.2)
+    assert len(heard) == settled, "nothing in flight: no beat"
