@@ -32,6 +32,9 @@ pytestmark = pytest.mark.integration
 
 Regions = tuple[Callable[[str], Path], Callable[[str], ReplicationService]]
 
+#: lakeFS's cache of a ref's action files (pkg/catalog/actions_source.go: 5 s expiry, up to 2.5 s jitter).
+LAKEFS_ACTIONS_CACHE_S = 8.0
+
 
 def with_hooks(regions: Regions, region: str, **settings: Any) -> Path:
     """The isolated region config with ``hooks`` (and ``extra`` top-level keys) set, before any service reads it."""
@@ -163,6 +166,7 @@ def test_a_lakefs_hook_moves_the_mirror_long_before_the_polling_pass(
             )  # fmt: skip
 
         created = create(name)
+        installed_at = time.monotonic()
         assert created.returncode == 0, created.stderr
         assert f"{ACTION_PATH} committed to {repo}" in created.stderr
         action = yaml.safe_load(src.get_object(repo, "main", ACTION_PATH))
@@ -177,7 +181,10 @@ def test_a_lakefs_hook_moves_the_mirror_long_before_the_polling_pass(
             commit = src.commit(repo, "main", "second").id
             took = _wait_head(dst, name, "main", commit, 20)
             assert took is not None, (tmp_path / "sync.log").read_text()
-            # a branch created at the source: the post-create-branch hook syncs it too
+            # a branch created at the source: the post-create-branch hook syncs it too. lakeFS caches the listing of
+            # a ref's _lakefs_actions/ by ref name for 5 s (+ up to 2.5 s jitter): a branch created from main within
+            # that time of the install may still see no action (polling finds it), so the test waits it out.
+            time.sleep(max(0.0, installed_at + LAKEFS_ACTIONS_CACHE_S - time.monotonic()))
             src.create_branch(repo, "feature", "main")
             assert _wait_head(dst, name, "feature", commit, 20) is not None, (tmp_path / "sync.log").read_text()
         assert dst.get_object(name, "main", "data/b.json") == b'{"b": 2}'
