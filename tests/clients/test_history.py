@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from lakefs_sdk.exceptions import NotFoundException
 
 from .conftest import EVERY_ROUTE, Converged
 from .outside import RegionClients, assert_mirror_matches
@@ -148,12 +149,17 @@ def test_cherry_pick_of_a_commit_with_metadata(
     rest.cherry_pick(repo, "release", picked)
 
     name = new_mirror(repo, "region-b")
-    seen = rest.commits.get_commit(repo, picked)
-    if seen.id == picked and seen.metadata == {"ticket": "DATA-7"}:  # a lakeFS without the cache bug
+    try:
+        seen = rest.commits.get_commit(repo, picked)
+        answer = "wrong" if (seen.id, seen.metadata) != (picked, {"ticket": "DATA-7"}) else "as committed"
+    except NotFoundException:  # the same cache bug, seen by lakeFS's own lookup: the picked commit is not found
+        answer = "not found"
+    if answer == "as committed":  # a lakeFS without the cache bug
         converge(name, "region-b")
         assert_mirror_matches(src, repo, dst, name)
         return
-    with pytest.raises(AssertionError, match=f"answered commit .* when asked for {picked}") as blocked:
+    expected = f"answered commit .* when asked for {picked}" if answer == "wrong" else "branch feature"
+    with pytest.raises(AssertionError, match=expected) as blocked:
         converge(name, "region-b")
     assert "branch feature" in str(blocked.value) and "branch main" not in str(blocked.value), blocked.value
     mirrored = dst.rest.branch_heads(name)
