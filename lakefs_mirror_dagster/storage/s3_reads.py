@@ -1,6 +1,7 @@
 """Reads from S3: HEAD, streamed and whole-object GET, listing.
 
-Object GET and HEAD go through obstore when there is no proxy (see ``s3_native``), else boto3.
+Object GET, HEAD and directory listings go through obstore when there is no proxy (see ``s3_native``), else
+boto3.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from .errors import BucketNotFound, StorageAccessError
 from .s3_client import MiB, S3Connection
 from .s3_direct import S3ErrorResponse, as_client_error
 from .s3_errors import ACCESS_CODES, map_s3_error
+from .s3_native import UnlistableKeyError
 from .streams import strip_etag
 
 log = logging.getLogger(__name__)
@@ -144,9 +146,23 @@ class S3Reads(S3Connection):
 
     def list_prefix(self, uri_prefix: str) -> Iterator[ObjectInfo]:
         bucket, prefix = self._split(uri_prefix, object_key=False)
+        after: str | None = None
+        if self._direct is not None and self._direct.lists_exactly(prefix):
+            try:
+                for key, size, etag in self._direct.list(bucket, prefix):
+                    yield ObjectInfo(uri=f"s3://{bucket}/{key}", size=size, etag=strip_etag(etag))
+                    after = key
+                return
+            except UnlistableKeyError as exc:  # boto3 lists on from the last key obstore gave
+                log.debug("listing %s through obstore stopped after %s (%s); boto3 goes on", uri_prefix, after, exc)
+            except S3ErrorResponse as exc:
+                raise self._error(as_client_error(exc, "ListObjectsV2"), "list", uri_prefix) from exc
+            except Exception as exc:
+                raise self._error(exc, "list", uri_prefix) from exc
         paginator = self._client.get_paginator("list_objects_v2")
         try:
-            for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
+            pages = paginator.paginate(Bucket=bucket, Prefix=prefix, StartAfter=after or "")
+            for page in pages:
                 for item in page.get("Contents", []):
                     yield ObjectInfo(
                         uri=f"s3://{bucket}/{item['Key']}",

@@ -66,6 +66,48 @@ def test_list_prefix_paginates_and_uses_string_prefix(s3_store: S3Blockstore, bu
     ]
 
 
+def test_a_directory_is_listed_through_obstore_exactly_as_s3_lists_it(
+    s3_store: S3Blockstore, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys = sorted((f"ns/dir/{n}" for n in ("a", "b#c", "e%20f", "g h", "x{y}", "\u00fc", "sub/deep")), key=str.encode)
+    for key in keys:
+        s3_store.write_bytes(f"s3://{bucket}/{key}", key.encode())
+    by_boto3 = list(s3_store.list_prefix(f"s3://{bucket}/ns/di"))  # not a directory: boto3 lists it
+    assert [i.uri for i in by_boto3] == [f"s3://{bucket}/{k}" for k in keys]
+
+    def no_boto3_listing(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a plain directory must be listed by obstore")
+
+    monkeypatch.setattr(s3_store.client, "get_paginator", no_boto3_listing)
+    assert list(s3_store.list_prefix(f"s3://{bucket}/ns/dir/")) == by_boto3
+    with pytest.raises(BucketNotFound):
+        list(s3_store.list_prefix("s3://no-such-bucket-here/ns/"))
+
+
+def test_a_key_obstore_cannot_represent_is_listed_on_by_boto3(
+    s3_store: S3Blockstore, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """S3 keys with empty path segments (``a//b``) make object_store's listing fail; MinIO refuses such keys,
+    so obstore's refusal is simulated after its second key: boto3 goes on from there, nothing twice."""
+    from lakefs_mirror_dagster.storage.s3_native import UnlistableKeyError
+
+    keys = [f"ns/dir/{i:02d}" for i in range(5)]
+    for key in keys:
+        s3_store.write_bytes(f"s3://{bucket}/{key}", b"x")
+    native = s3_store._direct
+    assert native is not None
+    real_list = native.list
+
+    def refuses_after_two(bucket_name: str, prefix: str, *, after: str | None = None):  # type: ignore[no-untyped-def]
+        for n, item in enumerate(real_list(bucket_name, prefix, after=after)):
+            if n == 2:
+                raise UnlistableKeyError("empty path segment")
+            yield item
+
+    monkeypatch.setattr(native, "list", refuses_after_two)
+    assert [i.uri for i in s3_store.list_prefix(f"s3://{bucket}/ns/dir/")] == [f"s3://{bucket}/{k}" for k in keys]
+
+
 @pytest.mark.parametrize("announce_size", [True, False])
 def test_multipart_above_threshold(s3_store: S3Blockstore, bucket: str, announce_size: bool) -> None:
     data = os.urandom(12 * MiB)
