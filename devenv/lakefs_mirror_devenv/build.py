@@ -91,9 +91,11 @@ def ensure_lakefs_binary() -> Path:
                 shutil.copyfile(src, work / name)
         tmp = target.with_name(f".lakefs.{os.getpid()}.tmp")
         tmp.parent.mkdir(parents=True, exist_ok=True)
-        ldflags = f"-X {LAKEFS_MODULE}/pkg/version.Version={LAKEFS_VERSION}"
+        # -s -w: no symbol table and no DWARF (panics still name functions): less to compile and link on a
+        # first run, where this build is the longest wait.
+        ldflags = f"-s -w -X {LAKEFS_MODULE}/pkg/version.Version={LAKEFS_VERSION}"
         _run_go(
-            ["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(tmp), "."],
+            ["go", "build", "-trimpath", "-gcflags=all=-dwarf=false", "-ldflags", ldflags, "-o", str(tmp), "."],
             cwd=work,
             what=f"lakeFS {LAKEFS_VERSION}",
             expect="~4 min on 2 cores",
