@@ -12,6 +12,7 @@ and the Dagster code location (and every run worker) imports this module before 
 from __future__ import annotations
 
 import collections
+import json
 import threading
 import time
 import urllib.parse
@@ -300,6 +301,28 @@ class LakeFSClient:
             {"path": path},
             what=f"get {repo}@{ref}/{path}",
         )
+
+    def presigned_addresses(
+        self, repo: str, ref: str, *, after: str, amount: int = 1000
+    ) -> tuple[list[tuple[str, str, int | None]], bool]:
+        """One page of ``ref``'s objects after key ``after``, each as ``(path, presigned URL, expiry epoch
+        seconds)`` (the store's own URL where lakeFS cannot presign), and whether more follow. One request
+        per page: far cheaper for lakeFS than a request per object (its per-request cost dominates)."""
+        resp = self._raw(
+            "GET",
+            f"/repositories/{_q(repo)}/refs/{_q(ref)}/objects/ls",
+            {"after": after, "amount": str(amount), "presign": "true"},
+            what=f"list presigned objects {repo}@{ref}",
+        )
+        try:
+            page = json.loads(resp.read())
+        finally:
+            resp.release_conn()
+        results = [
+            (str(o["path"]), str(o.get("physical_address") or ""), o.get("physical_address_expiry"))
+            for o in page.get("results", [])
+        ]
+        return results, bool(page.get("pagination", {}).get("has_more"))
 
     def stat_object(self, repo: str, ref: str, path: str) -> Any:
         return self.call(f"stat {repo}@{ref}/{path}", self.objects.stat_object, repo, ref, path)

@@ -63,4 +63,7 @@ def plan_range_copies(
         dst_uri = join_namespace(destination_namespace, address)
         plan.tasks.append(CopyTask(src_store, src_uri, destination, dst_uri, size, etag))
     plan.destination_stats = listed_stats(destination, (t.dst_uri for t in plan.tasks))
+    missing = [t for t in plan.tasks if plan.destination_stats.get(t.dst_uri) is None]
+    for store in {id(t.src_store): t.src_store for t in missing}.values():
+        store.prepare_reads([t.src_uri for t in missing if t.src_store is store])
     return plan

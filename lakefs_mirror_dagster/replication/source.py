@@ -3,22 +3,56 @@
 Two ways, one interface: through the source region's lakeFS API (needs no storage credentials for the
 source, works across any pair of stores), or directly from the source's object store when the config gives
 credentials for it (faster, and server-side copies when both sides share an S3 endpoint).
+
+Through the API, the objects of a range to copy are read from the store with URLs lakeFS presigns, a page of a
+thousand per request, where lakeFS can presign (S3, GCS, Azure) and the store answers from here. lakeFS spends
+about 2.5 ms of CPU on each object it serves itself and 0.2 ms on each object of such a page (measured on one
+MinIO-backed lakeFS 1.84), so the source region's lakeFS stops being the bottleneck of a backfill. Whatever a
+presigned read cannot do (lakeFS does not presign the store, the store cannot be reached from here, a URL near
+its expiry) is read through lakeFS as before; the copied bytes are checked against lakeFS's checksum either way.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
 from typing import Any, BinaryIO, cast
 
-from ..lakefs import LakeFSClient, LakeFSGone, LakeFSNotFound
-from ..storage import Blockstore, ObjectInfo, ObjectNotFound, ObjectStat, ReadableStream, StorageError
+import urllib3
+
+from ..lakefs import LakeFSClient, LakeFSError, LakeFSGone, LakeFSNotFound
+from ..storage import (
+    Blockstore,
+    ObjectInfo,
+    ObjectNotFound,
+    ObjectStat,
+    ReadableStream,
+    StorageError,
+    TransientStorageError,
+)
 from ..storage.uri import join_namespace
 from .validation import metadata_uri
 
-__all__ = ["ApiObjectReader", "RepositorySource", "SourceReader"]
+__all__ = ["PRESIGN_MIN_OBJECTS", "ApiObjectReader", "RepositorySource", "SourceReader"]
+
+log = logging.getLogger(__name__)
 
 _LAKEFS_SCHEME = "lakefs"
+#: Fewest objects of one range to read for which paging through presigned URLs pays: a page of a thousand
+#: costs lakeFS about what eighty objects served one by one cost.
+PRESIGN_MIN_OBJECTS = 200
+#: A page holding fewer of the wanted objects than this ends the paging; the rest are read one by one.
+_MIN_WANTED_PER_PAGE = 100
+#: A presigned URL is not used this close to its expiry.
+_EXPIRY_MARGIN_S = 60.0
+#: After a presigned read failed, reads go through lakeFS for this long before presigning is tried again.
+_PRESIGN_PAUSE_S = 600.0
+#: Seconds to connect to the store behind a presigned URL: one that cannot be reached is given up on soon.
+_PRESIGNED_CONNECT_TIMEOUT_S = 10.0
 
 
 class ApiObjectReader(Blockstore):
@@ -29,8 +63,17 @@ class ApiObjectReader(Blockstore):
 
     schemes = frozenset({_LAKEFS_SCHEME})
 
-    def __init__(self, client: LakeFSClient) -> None:
+    def __init__(self, client: LakeFSClient, *, read_timeout_s: float = 300.0) -> None:
         self._client = client
+        self._lock = threading.Lock()
+        #: Presigned URL and the time it may be used until, by ``lakefs://`` URI; each is used once.
+        self._presigned: dict[str, tuple[str, float]] = {}
+        self._presign_paused_until = 0.0
+        self._http = urllib3.PoolManager(
+            maxsize=32,
+            retries=False,
+            timeout=urllib3.Timeout(connect=_PRESIGNED_CONNECT_TIMEOUT_S, read=read_timeout_s),
+        )
 
     @staticmethod
     def uri(repo: str, commit_id: str, path: str) -> str:
@@ -54,12 +97,81 @@ class ApiObjectReader(Blockstore):
         return ObjectStat(size=int(st.size_bytes or 0), etag=st.checksum)
 
     def open_read(self, uri: str) -> BinaryIO:
+        with self._lock:
+            presigned = self._presigned.pop(uri, None)
+        if presigned is not None and time.time() < presigned[1]:
+            stream = self._open_presigned(uri, presigned[0])
+            if stream is not None:
+                return stream
         repo, ref, path = self._split(uri)
         try:
             resp = self._client.open_object(repo, ref, path)
         except (LakeFSNotFound, LakeFSGone) as exc:
             raise ObjectNotFound(f"{uri}: {exc}", uri=uri) from exc
-        return cast(BinaryIO, _ResponseStream(resp))
+        return cast(BinaryIO, _ResponseStream(resp, uri))
+
+    def prepare_reads(self, uris: Sequence[str]) -> None:
+        """Fetch presigned URLs for ``uris`` (sorted pages of the commit's listing), when there are enough of
+        them for a page to pay and presigned reads work."""
+        if len(uris) < PRESIGN_MIN_OBJECTS or time.time() < self._presign_paused_until:
+            return
+        paths: defaultdict[tuple[str, str], list[str]] = defaultdict(list)
+        for uri in uris:
+            repo, ref, path = self._split(uri)
+            paths[repo, ref].append(path)
+        for (repo, ref), wanted in paths.items():
+            if len(wanted) >= PRESIGN_MIN_OBJECTS:
+                self._fetch_presigned(repo, ref, sorted(wanted))
+
+    def _fetch_presigned(self, repo: str, ref: str, wanted: list[str]) -> None:
+        want, last, after = set(wanted), wanted[-1], wanted[0][:-1]  # a key's prefix sorts right before it
+        found: dict[str, tuple[str, float]] = {}
+        # every page but the last holds _MIN_WANTED_PER_PAGE wanted keys: this bounds the pages
+        for _ in range(len(wanted) // _MIN_WANTED_PER_PAGE + 1):
+            try:
+                page, more = self._client.presigned_addresses(repo, ref, after=after)
+            except LakeFSError as exc:
+                self._pause_presigning(f"lakeFS does not list {repo}@{ref} presigned ({exc})", level=logging.INFO)
+                return
+            hits = 0
+            for path, url, expiry in page:
+                if not url.startswith(("https://", "http://")):
+                    self._pause_presigning(f"lakeFS does not presign the store of {repo}", level=logging.INFO)
+                    return
+                if path in want:
+                    hits += 1
+                    until = float(expiry) - _EXPIRY_MARGIN_S if expiry else time.time() + _EXPIRY_MARGIN_S
+                    found[self.uri(repo, ref, path)] = (url, until)
+            if not more or not page or page[-1][0] >= last or hits < _MIN_WANTED_PER_PAGE:
+                break
+            after = page[-1][0]
+        now = time.time()
+        with self._lock:  # URLs of objects the pool found present need no read: drop them once expired
+            self._presigned = {uri: url for uri, url in self._presigned.items() if url[1] > now}
+            self._presigned.update(found)
+
+    def _open_presigned(self, uri: str, url: str) -> BinaryIO | None:
+        """The object's bytes straight from its store, or None when that failed (then lakeFS serves it)."""
+        try:
+            resp = self._http.request("GET", url, preload_content=False, redirect=False)
+        except urllib3.exceptions.HTTPError as exc:
+            self._pause_presigning(f"the store behind {uri} cannot be reached from here ({type(exc).__name__})")
+            return None
+        if resp.status == 200:
+            return cast(BinaryIO, _ResponseStream(resp, uri))
+        resp.drain_conn()
+        resp.release_conn()
+        self._pause_presigning(f"a presigned read of {uri} answered HTTP {resp.status}")
+        return None
+
+    def _pause_presigning(self, why: str, *, level: int = logging.WARNING) -> None:
+        """Read through lakeFS for a while, and say why (never with a URL: it carries a signature)."""
+        with self._lock:
+            already = time.time() < self._presign_paused_until
+            self._presign_paused_until = time.time() + _PRESIGN_PAUSE_S
+            self._presigned.clear()
+        if not already:
+            log.log(level, "%s: reading objects through lakeFS for the next %.0f minutes", why, _PRESIGN_PAUSE_S / 60)
 
     def write_stream(self, uri: str, stream: ReadableStream, size: int | None = None) -> ObjectStat:
         raise StorageError("the lakeFS API source is read-only", uri=uri)
@@ -75,16 +187,21 @@ class ApiObjectReader(Blockstore):
 
 
 class _ResponseStream(io.RawIOBase):
-    """A urllib3 streaming response as a closeable binary file."""
+    """A urllib3 streaming response as a closeable binary file; a connection lost mid-body is a transient
+    storage error (the transfer pool reads the object again)."""
 
-    def __init__(self, resp: Any) -> None:
+    def __init__(self, resp: Any, uri: str) -> None:
         self._resp = resp
+        self._uri = uri
 
     def readable(self) -> bool:
         return True
 
     def read(self, size: int = -1, /) -> bytes:
-        return bytes(self._resp.read(None if size is None or size < 0 else size))
+        try:
+            return bytes(self._resp.read(None if size is None or size < 0 else size))
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransientStorageError(f"read {self._uri}: {type(exc).__name__}", uri=self._uri) from exc
 
     def readinto(self, buffer: Any) -> int:
         data = self.read(len(buffer))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO, ClassVar, Protocol
 
@@ -92,6 +92,11 @@ class Blockstore(ABC):
     def list_prefix(self, uri_prefix: str) -> Iterator[ObjectInfo]:
         """Objects whose URI starts with ``uri_prefix`` (a string prefix, as in S3: end it with ``/``
         to list a "directory" only)."""
+
+    def prepare_reads(self, uris: Sequence[str]) -> None:
+        """A hint that these objects will be read soon, so a store can fetch in bulk what their reads need
+        (the lakeFS API source: presigned URLs, a page of a thousand in one request). Nothing by default."""
+        return None
 
     def write_buffer_size(self, size: int) -> int:
         """The most bytes ``write_stream`` holds in memory at once for an object of ``size`` bytes: its part

@@ -1,0 +1,142 @@
+"""Through the lakeFS API, a backfill reads its objects with URLs lakeFS presigns, a page at a time, instead of
+having lakeFS serve each one; where that cannot work, lakeFS serves them as before."""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import boto3
+import pytest
+from botocore.config import Config
+
+from lakefs_mirror_dagster.replication.source import PRESIGN_MIN_OBJECTS, ApiObjectReader
+
+from .conftest import assert_mirror_equals_source, assert_ref_complete, content
+
+OBJECTS = PRESIGN_MIN_OBJECTS + 50
+
+
+def lakefs_gets(endpoint: str) -> int:
+    """How many GET requests lakeFS's API answered so far, from its own Prometheus metrics (lakeFS 1.84 counts
+    them by method and status only)."""
+    with urllib.request.urlopen(f"{endpoint}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    pattern = r'^api_requests_total\{[^}]*method="get"[^}]*\} (\S+)$'
+    return sum(int(float(m.group(1))) for m in re.finditer(pattern, text, re.MULTILINE))
+
+
+def write_through_gateway(region, repo: str, count: int) -> dict[str, bytes]:  # type: ignore[no-untyped-def]
+    gateway = boto3.client(
+        "s3",
+        endpoint_url=region.endpoint,
+        aws_access_key_id=region.access_key_id,
+        aws_secret_access_key=region.secret_access_key,
+        region_name="us-east-1",
+        config=Config(s3={"addressing_style": "path"}, max_pool_connections=8),
+    )
+    expected = {f"events/part-{i:04d}.json": content(f"events/{i}", 300) for i in range(count)}
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda kv: gateway.put_object(Bucket=repo, Key=f"main/{kv[0]}", Body=kv[1]), expected.items()))
+    return expected
+
+
+def test_a_backfill_through_the_api_reads_presigned_pages_not_one_request_per_object(
+    lakefs_env, service_for, unique_name
+) -> None:  # type: ignore[no-untyped-def]
+    src_svc, dst_svc = service_for("region-a"), service_for("region-c")
+    src = src_svc.client("region-a")
+    repo, mirror_name = unique_name("repo"), unique_name("mirror")
+    region = lakefs_env.region("region-a")
+    src.create_repository(repo, region.namespace_for(repo))
+    write_through_gateway(region, repo, OBJECTS)
+    commit = src.commit(repo, "main", f"{OBJECTS} objects written with boto3")
+    src_svc.create_mirror(
+        source_repository=repo,
+        name=mirror_name,
+        region="region-c",
+        storage_namespace=lakefs_env.region("region-c").namespace_for(mirror_name),
+    )
+    gets = lakefs_gets(region.endpoint)
+
+    [result] = dst_svc.sync(name=mirror_name)
+
+    assert result.ok, result.to_json()
+    assert result.refs[0].stats.objects_copied == OBJECTS
+    # commits, refs, the metarange and range files, a page of presigned URLs: not a request per object
+    assert lakefs_gets(region.endpoint) - gets < OBJECTS // 5
+    assert_ref_complete(dst_svc, mirror_name, commit.id)
+    assert_mirror_equals_source(src, repo, dst_svc.client("region-c"), mirror_name)
+
+
+def test_a_source_lakefs_cannot_presign_for_is_read_through_lakefs(
+    lakefs_env, service_for, unique_name, caplog: pytest.LogCaptureFixture
+) -> None:  # type: ignore[no-untyped-def]
+    """region-b keeps its data on the local filesystem, which lakeFS does not presign."""
+    src_svc, dst_svc = service_for("region-b"), service_for("region-a")
+    src = src_svc.client("region-b")
+    repo, mirror_name = unique_name("repo"), unique_name("mirror")
+    src.create_repository(repo, lakefs_env.region("region-b").namespace_for(repo))
+    for i in range(OBJECTS):
+        src.upload_object(repo, "main", f"rows/{i:04d}", content(f"rows/{i}", 40))
+    commit = src.commit(repo, "main", "rows")
+    src_svc.create_mirror(
+        source_repository=repo,
+        name=mirror_name,
+        region="region-a",
+        storage_namespace=lakefs_env.region("region-a").namespace_for(mirror_name),
+    )
+    gets = lakefs_gets(lakefs_env.region("region-b").endpoint)
+    with caplog.at_level(logging.INFO, logger="lakefs_mirror_dagster.replication.source"):
+        [result] = dst_svc.sync(name=mirror_name)
+    assert result.ok, result.to_json()
+    assert lakefs_gets(lakefs_env.region("region-b").endpoint) - gets >= OBJECTS  # lakeFS served each object
+    assert "reading objects through lakeFS" in caplog.text
+    assert_ref_complete(dst_svc, mirror_name, commit.id)
+
+
+class _ServesThroughLakeFS:
+    """The part of LakeFSClient the reader uses, with URLs to a store that cannot be reached."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.served: list[str] = []
+
+    def presigned_addresses(self, repo: str, ref: str, *, after: str, amount: int = 1000):  # type: ignore[no-untyped-def]
+        return [(f"k{i:04d}", f"{self.url}/k{i:04d}?X-Amz-Signature=secret", 4_000_000_000) for i in range(300)], False
+
+    def open_object(self, repo: str, ref: str, path: str):  # type: ignore[no-untyped-def]
+        import io
+
+        self.served.append(path)
+
+        class Body(io.BytesIO):
+            def release_conn(self) -> None:
+                pass
+
+        return Body(b"from lakefs")
+
+
+def test_an_unreachable_store_falls_back_to_lakefs_once_and_never_logs_the_url(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = _ServesThroughLakeFS(f"http://127.0.0.1:{port}")
+    reader = ApiObjectReader(client)  # type: ignore[arg-type]
+    uris = [ApiObjectReader.uri("repo", "c1", f"k{i:04d}") for i in range(300)]
+    reader.prepare_reads(uris)
+    with caplog.at_level(logging.WARNING):
+        for uri in uris[:3]:
+            with reader.open_read(uri) as stream:
+                assert stream.read() == b"from lakefs"
+    assert client.served == ["k0000", "k0001", "k0002"]
+    assert caplog.text.count("reading objects through lakeFS") == 1
+    assert "secret" not in caplog.text
+    reader.prepare_reads(uris)  # paused: no new URLs are fetched for a while
+    with reader.open_read(uris[5]) as stream:
+        assert stream.read() == b"from lakefs"
