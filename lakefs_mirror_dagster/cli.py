@@ -316,14 +316,19 @@ def _scrub(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     """Per mirror and branch: mirror head, lag, a sync in flight with its progress, and the last promotions (from
     the Dagster event log)."""
-    import dagster as dg
-
-    from .orchestration.history import format_status, stale, status_report
+    from .replication.status import format_status, stale, status_report
 
     service = _load_service(args)
     try:
-        with dg.DagsterInstance.get() as instance:
-            report = status_report(instance, service, recent=args.recent, mirror=args.mirror)
+        if args.recent > 0:  # only then is Dagster's event log read (importing Dagster takes seconds)
+            import dagster as dg
+
+            from .orchestration.history import recent_moves
+
+            with dg.DagsterInstance.get() as instance:
+                report = status_report(service, recent=args.recent, mirror=args.mirror, moves=recent_moves(instance))
+        else:
+            report = status_report(service, recent=0, mirror=args.mirror)
     finally:
         service.close()
     print(json.dumps([m.as_dict() for m in report], indent=2, default=str) if args.json else format_status(report))

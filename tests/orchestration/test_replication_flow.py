@@ -16,7 +16,7 @@ from lakefs_mirror_devenv.processes import free_port
 
 from lakefs_mirror_dagster.demo.converge import run_until_converged
 from lakefs_mirror_dagster.mirrors import MirrorState
-from lakefs_mirror_dagster.orchestration.history import mirror_history, status_report
+from lakefs_mirror_dagster.orchestration.history import mirror_history, recent_moves
 from lakefs_mirror_dagster.orchestration.mirroring import (
     MANAGER_SENSOR_NAME,
     branch_partitions_name,
@@ -25,6 +25,7 @@ from lakefs_mirror_dagster.orchestration.mirroring import (
     mirror_asset_key,
 )
 from lakefs_mirror_dagster.orchestration.mirroring.checks import RANGES_VALIDATED
+from lakefs_mirror_dagster.replication.status import status_report
 from lakefs_mirror_dagster.service import create_app, running_server
 from tests.replication.conftest import assert_mirror_equals_source
 from tests.service.conftest import curl
@@ -136,7 +137,7 @@ def test_sensor_ticks_request_runs_that_mirror_every_branch(
     assert [p.action for p in mirror_history(instance, name, "feature")] == ["deleted", "created"]
     assert [p.branch for p in mirror_history(instance, name, limit=1)] in (["main"], ["feature"])
 
-    [status] = status_report(instance, case.service, mirror=name)
+    [status] = status_report(case.service, mirror=name, moves=recent_moves(instance))
     assert status.state == "active"
     assert [(b.branch, b.mirror_commit_id, b.in_sync) for b in status.branches] == [("main", new_main, True)]
     assert [p.mirror_commit_id for p in status.branches[0].recent] == [new_main, main_head]

@@ -66,3 +66,10 @@ def test_status_fails_only_when_a_branch_is_further_behind_than_allowed(
 
     code, _, stderr = _status(config_path("region-b"), tmp_path)  # without the flag: a report, never a failure
     assert code == 0 and stderr == []
+
+    # Without recent moves to show, status reads only the mirrors database: it never imports Dagster (seconds).
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
+    done = run_cli("--config", str(config_path("region-b")), "status", "--recent", "0", cwd=tmp_path)
+    assert done.returncode == 0 and f"mirror {mirror.name}" in done.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "lakefs_mirror_dagster.replication.status" in imported and "dagster" not in imported

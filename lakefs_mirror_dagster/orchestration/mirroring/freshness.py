@@ -17,7 +17,7 @@ from typing import Any
 import dagster as dg
 
 from ...replication import ReplicationService
-from ..history import MirrorStatus, stale, status_report
+from ...replication.status import MirrorStatus, stale, status_report
 from ..resources import ReplicationResource
 from .branch_heads import mirror_asset_key
 
@@ -28,7 +28,7 @@ FRESH = "fresh"
 
 def fresh_evaluation(service: ReplicationService, mirror: str, max_behind_seconds: float) -> dg.AssetCheckEvaluation:
     """The check's outcome now: failed naming each branch (and its lag) further behind than the threshold."""
-    report: list[MirrorStatus] = status_report(None, service, recent=0, mirror=mirror)
+    report: list[MirrorStatus] = status_report(service, recent=0, mirror=mirror)
     problems = stale(report, max_behind_seconds)
     behind = {b.branch: b.behind_seconds for m in report for b in m.branches if not b.in_sync}
     known = [v for v in behind.values() if v is not None]
