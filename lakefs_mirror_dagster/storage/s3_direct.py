@@ -1,7 +1,7 @@
 """What both S3 request paths share: S3 error answers, which of them are worth retrying, and the proxy check.
 
-boto3 serves multipart uploads, listings, server-side copies and bucket calls; object GET, single-part PUT and
-HEAD go through obstore (``s3_native``) unless a proxy is configured. Errors of either path become the
+boto3 serves listings, server-side copies and bucket calls; object GET, PUT (single and multipart) and HEAD go
+through obstore (``s3_native``) unless a proxy is configured. Errors of either path become the
 botocore error boto3 would have raised (``as_client_error``), so one mapping (``s3_errors``) serves both.
 """
 

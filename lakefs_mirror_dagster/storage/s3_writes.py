@@ -1,8 +1,9 @@
-"""Writes to S3: single PUTs, explicit multipart uploads, deletes.
+"""Writes to S3: single PUTs, multipart uploads, deletes.
 
-Uploads use explicit multipart calls rather than boto3's transfer manager so that memory stays bounded
-by one part per transfer (the transfer manager buffers up to ten parts per upload); a failed multipart
-upload is aborted, so S3 never exposes a partial object.
+Both go through obstore (``s3_native``) unless a proxy is configured; then boto3 takes them, with explicit
+multipart calls rather than boto3's transfer manager (which buffers up to ten parts per upload). Either way this
+package picks the part size, the byte budget reserves every part an upload may hold (``write_buffer_size``),
+and a failed multipart upload is aborted, so S3 never exposes a partial object.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from .base import ObjectStat, ReadableStream
 from .errors import StorageError
 from .s3_client import MAX_PARTS, MiB, S3Connection
 from .s3_direct import S3ErrorResponse, as_client_error
+from .s3_native import UPLOAD_PARTS_HELD
 from .streams import fill, size_mismatch, strip_etag
 
 __all__ = ["S3Writes"]
@@ -43,6 +45,39 @@ def _iter_parts(head: bytearray, stream: ReadableStream, part_size: int) -> Iter
             return
 
 
+def _check_size(uri: str, expected: int | None, got: int) -> None:
+    if expected is not None and got != expected:
+        raise size_mismatch(uri, expected, None if got > expected else got)
+
+
+class _CheckedParts:
+    """The parts of one upload (``_iter_parts``), refused as soon as the source delivers more than ``size`` bytes,
+    or needs more than ``MAX_PARTS`` parts, and at the end if it delivered fewer; ``written`` counts them."""
+
+    def __init__(self, uri: str, head: bytearray, stream: ReadableStream, part_size: int, size: int | None) -> None:
+        self._uri = uri
+        self._head = head
+        self._stream = stream
+        self.part_size = part_size
+        self._size = size
+        self.written = 0
+
+    def __iter__(self) -> Iterator[bytearray]:
+        for count, body in enumerate(_iter_parts(self._head, self._stream, self.part_size), start=1):
+            self.written += len(body)
+            if self._size is not None and self.written > self._size:
+                _check_size(self._uri, self._size, self.written)
+            if count > MAX_PARTS:
+                raise StorageError(
+                    f"write {self._uri}: object needs more than {MAX_PARTS} parts of {self.part_size} bytes; "
+                    "pass its size or raise multipart_chunk_size",
+                    uri=self._uri,
+                )
+            yield body
+            del body
+        _check_size(self._uri, self._size, self.written)
+
+
 class S3Writes(S3Connection):
     """PUT, multipart upload and DELETE of an S3 store."""
 
@@ -53,7 +88,9 @@ class S3Writes(S3Connection):
         return max(self.multipart_chunk_size, math.ceil(needed / MiB) * MiB)
 
     def write_buffer_size(self, size: int) -> int:
-        return size + 1 if size < self.multipart_threshold else self._part_size(size)
+        if size < self.multipart_threshold:
+            return size + 1
+        return self._part_size(size) * (UPLOAD_PARTS_HELD if self._direct is not None else 1)
 
     def write_stream(self, uri: str, stream: ReadableStream, size: int | None = None) -> ObjectStat:
         bucket, key = self._split(uri)
@@ -61,7 +98,7 @@ class S3Writes(S3Connection):
             raise ValueError(f"write {uri}: size must not be negative, got {size}")
         if size is not None and size < self.multipart_threshold:
             data = fill(stream, size + 1)
-            self._check_size(uri, size, len(data))
+            _check_size(uri, size, len(data))
             return self._put(bucket, key, uri, data)
         head = bytearray()
         if size is None:
@@ -69,11 +106,6 @@ class S3Writes(S3Connection):
             if len(head) < self.multipart_threshold:
                 return self._put(bucket, key, uri, head)
         return self._multipart_upload(bucket, key, uri, head, stream, size)
-
-    @staticmethod
-    def _check_size(uri: str, expected: int | None, got: int) -> None:
-        if expected is not None and got != expected:
-            raise size_mismatch(uri, expected, None if got > expected else got)
 
     def _put(self, bucket: str, key: str, uri: str, data: bytes | bytearray) -> ObjectStat:
         etag: str | None
@@ -93,26 +125,29 @@ class S3Writes(S3Connection):
     def _multipart_upload(
         self, bucket: str, key: str, uri: str, head: bytearray, stream: ReadableStream, size: int | None
     ) -> ObjectStat:
-        part_size = self._part_size(size)
+        parts = _CheckedParts(uri, head, stream, self._part_size(size), size)
+        if self._direct is None:
+            return self._boto3_multipart_upload(bucket, key, uri, parts)
+        try:
+            try:
+                etag = self._direct.upload(bucket, key, parts, parts.part_size).headers.get("ETag")
+            except S3ErrorResponse as exc:
+                raise as_client_error(exc, "UploadPart") from exc
+        except Exception as exc:
+            raise self._error(exc, "write", uri) from exc
+        return ObjectStat(size=parts.written, etag=strip_etag(etag))
+
+    def _boto3_multipart_upload(self, bucket: str, key: str, uri: str, parts: _CheckedParts) -> ObjectStat:
+        """The multipart upload through a proxy: part after part, one part in memory."""
         try:
             upload_id = self._client.create_multipart_upload(Bucket=bucket, Key=key, **self._sse)["UploadId"]  # type: ignore[arg-type]
         except Exception as exc:
             raise self._error(exc, "write", uri) from exc
         completed = False
         try:
-            parts: list[dict[str, Any]] = []
-            written = 0
-            for body in _iter_parts(head, stream, part_size):
-                written += len(body)
-                if size is not None and written > size:
-                    self._check_size(uri, size, written)
-                number = len(parts) + 1
-                if number > MAX_PARTS:
-                    raise StorageError(
-                        f"write {uri}: object needs more than {MAX_PARTS} parts of {part_size} bytes; "
-                        "pass its size or raise multipart_chunk_size",
-                        uri=uri,
-                    )
+            uploaded: list[dict[str, Any]] = []
+            for body in parts:
+                number = len(uploaded) + 1
                 response = self._client.upload_part(  # botocore takes a bytearray as is (validate.py)
                     Bucket=bucket,
                     Key=key,
@@ -120,17 +155,16 @@ class S3Writes(S3Connection):
                     PartNumber=number,
                     Body=body,  # type: ignore[arg-type]
                 )
-                parts.append({"ETag": response["ETag"], "PartNumber": number})
+                uploaded.append({"ETag": response["ETag"], "PartNumber": number})
                 del body
-            self._check_size(uri, size, written)
             result = self._client.complete_multipart_upload(
                 Bucket=bucket,
                 Key=key,
                 UploadId=upload_id,
-                MultipartUpload={"Parts": parts},  # type: ignore[typeddict-item]
+                MultipartUpload={"Parts": uploaded},  # type: ignore[typeddict-item]
             )
             completed = True
-            return ObjectStat(size=written, etag=strip_etag(result.get("ETag")))
+            return ObjectStat(size=parts.written, etag=strip_etag(result.get("ETag")))
         except Exception as exc:
             raise self._error(exc, "write", uri) from exc
         finally:
