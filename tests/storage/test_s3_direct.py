@@ -1,5 +1,5 @@
-"""The direct (signed urllib3) request path of S3Blockstore against a real MinIO: same objects, same keys and
-same errors as boto3 would give, for the calls it takes over (GET, single-part PUT, HEAD)."""
+"""The obstore request path of S3Blockstore against a real MinIO: same objects, same keys and same errors as
+boto3 would give, for the calls it takes over (GET, PUT, HEAD)."""
 
 from __future__ import annotations
 
