@@ -28,10 +28,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import _fixtures as fx
-
 MiB = 1024 * 1024
 HERE = Path(__file__).resolve().parent.parent
 CHILD_TIMEOUT_S = 1800
@@ -134,6 +130,7 @@ def _child(spec: dict[str, Any]) -> None:
                 raise SystemExit(f"{group} {phase}: {summary.failed[:3]}")
             figures[f"{group} {phase}"] = {"wall": wall, "cpu": cpu, "objects": summary.copied}
     figures["peak_rss_mib"] = _peak_rss_mib()
+    figures["package"] = str(Path(sys.modules["lakefs_mirror_dagster"].__file__ or "").parent)
     print(json.dumps(figures))
 
 
@@ -158,6 +155,10 @@ def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
         _child(json.loads(sys.argv[2]))
         return
+    # only here: _fixtures puts this tree first on sys.path, and a child must import the tree it measures
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import _fixtures as fx
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", type=Path, required=True, help="the tree to compare with (its package root)")
     parser.add_argument("--stores", default="s3,azure,gs", help="comma-separated: s3, azure, gs")
@@ -184,7 +185,7 @@ def main() -> None:
                         **servers[kind],
                     }
                     figures = _run_tree(tree, spec)
-                    rss = figures.pop("peak_rss_mib")
+                    rss, package = figures.pop("peak_rss_mib"), figures.pop("package")
                     for phase, f in figures.items():
                         per = f"{f['cpu'] / f['objects'] * 1000:7.2f} ms CPU/object" if f["objects"] else ""
                         print(
@@ -192,7 +193,7 @@ def main() -> None:
                             f"{f['cpu']:7.2f} s CPU  {per}",
                             flush=True,
                         )
-                    print(f"{kind:5} {label:9} peak RSS {rss:.0f} MiB   [{fx.machine_load()}]", flush=True)
+                    print(f"{kind:5} {label:9} peak RSS {rss:.0f} MiB, {package}  [{fx.machine_load()}]", flush=True)
 
 
 if __name__ == "__main__":
