@@ -191,6 +191,7 @@ def build_repository(
     """Create a repository in ``region_name`` (on MinIO) with ``objects`` objects of ``object_size`` bytes
     in one commit on ``main``, via lakeFS-issued physical addresses and direct PUTs into MinIO."""
     import lakefs_sdk  # here, not at the top: the sync child would pay ~1 s of CPU importing it for nothing
+
     region = env.region(region_name)
     if region.minio is None:
         raise ValueError(f"region {region_name} is not on MinIO; the fast builder writes with boto3")

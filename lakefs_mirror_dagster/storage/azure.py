@@ -1,4 +1,5 @@
-"""A blockstore on Azure Blob Storage, through the official ``azure-storage-blob`` SDK.
+"""A blockstore on Azure Blob Storage: object bytes through obstore (``native``), the rest through the official
+``azure-storage-blob`` SDK.
 
 URIs are the ones lakeFS writes for Azure, ``https://<account>.blob.core.windows.net/<container>/<path>``
 (another ``domain`` for sovereign clouds). With an ``endpoint`` (lakeFS's ``test_endpoint_url``: the
@@ -7,9 +8,13 @@ appended), requests go there instead, and URIs under it
 (``http://127.0.0.1:<port>/<account>/<container>/<path>``) are accepted too. Listings answer in the form
 of the listed prefix.
 
-Writes are all-or-nothing: small objects are one Put Blob; larger ones are staged block by block (memory
-bounded by one block) and appear only when the block list is committed. A failed write commits nothing;
-Azure discards uncommitted blocks by itself.
+GET, Put Blob, Put Block / Put Block List and Get Blob Properties go through obstore's ``AzureStore`` with the
+account key (obstore signs them in Rust, with the GIL released). Listings (by string prefix; object_store lists by
+path segment), deletes (with their snapshots) and container calls stay on the SDK.
+
+Writes are all-or-nothing: small objects are one Put Blob; larger ones are staged block by block (the byte budget
+reserves the blocks in flight, ``native.UPLOAD_PARTS_HELD``) and appear only when the block list is committed. A
+failed write commits nothing; Azure discards uncommitted blocks by itself.
 """
 
 from __future__ import annotations
@@ -19,13 +24,14 @@ import binascii
 import io
 import math
 import re
-import uuid
+import threading
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 import azure.core.exceptions as aexc
-from azure.storage.blob import BlobBlock, BlobClient, BlobServiceClient
+from azure.storage.blob import BlobServiceClient
 
 from .base import Blockstore, ObjectInfo, ObjectStat, ReadableStream
 from .errors import (
@@ -37,7 +43,11 @@ from .errors import (
     StorageError,
     TransientStorageError,
 )
-from .streams import read_exact, size_mismatch, strip_etag
+from .native import UPLOAD_PARTS_HELD, ErrorResponse, NativeRequests
+from .streams import BodyReader, CheckedParts, strip_etag, whole_or_head
+
+if TYPE_CHECKING:
+    from obstore.store import AzureConfig, ClientConfig
 
 __all__ = ["DEFAULT_AZURE_DOMAIN", "AzureBlockstore", "map_azure_error"]
 
@@ -72,45 +82,28 @@ def map_azure_error(exc: BaseException, operation: str, uri: str, where: str = "
         return exc
     if isinstance(exc, _TRANSIENT_ERRORS):
         return TransientStorageError(f"{operation} {uri}: temporary failure{at} ({type(exc).__name__})", uri=uri)
+    if isinstance(exc, ErrorResponse):  # obstore's answer (``native``)
+        return _by_answer(exc.status, exc.code, operation, uri, at)
     if isinstance(exc, aexc.HttpResponseError):
-        status = exc.status_code
         raw_code = getattr(exc, "error_code", None) or ""
         code = str(getattr(raw_code, "value", raw_code))
-        detail = code or f"HTTP {status}"
-        if code in _CONTAINER_CODES:
-            return BucketNotFound(f"{operation} {uri}: container does not exist{at}", uri=uri)
-        if status == 404:
-            return ObjectNotFound(f"{operation} {uri}: no such object{at}", uri=uri)
-        if status in (401, 403) or isinstance(exc, aexc.ClientAuthenticationError):
-            return StorageAccessError(f"{operation} {uri}: access denied{at} ({detail})", uri=uri)
-        if status in (408, 429) or (isinstance(status, int) and status >= 500):
-            return TransientStorageError(f"{operation} {uri}: temporary failure{at} ({detail})", uri=uri)
-        return StorageError(f"{operation} {uri}: {detail}{at} (HTTP {status})", uri=uri)
+        status = 403 if isinstance(exc, aexc.ClientAuthenticationError) else exc.status_code
+        return _by_answer(status, code, operation, uri, at)
     return StorageError(f"{operation} {uri}: {type(exc).__name__}: {exc}", uri=uri)
 
 
-class _DownloadReader(io.RawIOBase):
-    """Raw stream over a StorageStreamDownloader (chunked GETs pinned to the first response's ETag)."""
-
-    def __init__(self, downloader: Any, uri: str, where: str) -> None:
-        super().__init__()
-        self._downloader = downloader
-        self._uri = uri
-        self._where = where
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        if len(buffer) == 0:
-            return 0
-        try:
-            data = self._downloader.read(len(buffer))
-        except Exception as exc:
-            raise map_azure_error(exc, "read", self._uri, self._where) from exc
-        n = len(data)
-        buffer[:n] = data
-        return n
+def _by_answer(status: int | None, code: str, operation: str, uri: str, at: str) -> StorageError:
+    """The storage error for an answer's HTTP status and Azure error code (whichever client got it)."""
+    detail = code or f"HTTP {status}"
+    if code in _CONTAINER_CODES:
+        return BucketNotFound(f"{operation} {uri}: container does not exist{at}", uri=uri)
+    if status == 404:
+        return ObjectNotFound(f"{operation} {uri}: no such object{at}", uri=uri)
+    if status in (401, 403):
+        return StorageAccessError(f"{operation} {uri}: access denied{at} ({detail})", uri=uri)
+    if status in (408, 429) or (isinstance(status, int) and status >= 500):
+        return TransientStorageError(f"{operation} {uri}: temporary failure{at} ({detail})", uri=uri)
+    return StorageError(f"{operation} {uri}: {detail}{at} (HTTP {status})", uri=uri)
 
 
 class _Location:
@@ -122,6 +115,25 @@ class _Location:
         self.base = base
         self.container = container
         self.blob = blob
+
+
+class _NativeAzureRequests(NativeRequests):
+    """obstore Azure stores, one per container, signed with the account key."""
+
+    def __init__(self, account: str, key: str, account_url: str, timeout_s: float) -> None:
+        super().__init__()
+        self._config: AzureConfig = {"account_name": account, "account_key": key, "endpoint": account_url}
+        self._client_options: ClientConfig = {
+            "allow_http": True,
+            "connect_timeout": timedelta(seconds=30),
+            # object_store's timeout covers a whole request, body included: a slow big GET needs room
+            "timeout": timedelta(seconds=max(timeout_s, 3600.0)),
+        }
+
+    def _new_store(self, bucket: str) -> Any:
+        from obstore.store import AzureStore
+
+        return AzureStore(bucket, config=self._config, client_options=self._client_options)
 
 
 class AzureBlockstore(Blockstore):
@@ -188,16 +200,16 @@ class AzureBlockstore(Blockstore):
         if self.endpoint:
             has_path = bool(urlsplit(self.endpoint).path.strip("/"))
             self.account_url = self.endpoint if has_path else f"{self.endpoint}/{storage_account}"
+        #: listings, deletes and container calls
         self._client = BlobServiceClient(
             self.account_url,
             credential={"account_name": storage_account, "account_key": storage_access_key},
-            max_single_put_size=max(multipart_threshold, 1),
-            max_block_size=multipart_chunk_size,
-            max_single_get_size=multipart_chunk_size,
-            max_chunk_get_size=multipart_chunk_size,
             connection_timeout=30,
             read_timeout=timeout_s,
         )
+        self._native = _NativeAzureRequests(storage_account, storage_access_key, self.account_url, timeout_s)
+        self._known_containers: set[str] = set()
+        self._lock = threading.Lock()
 
     @property
     def client(self) -> BlobServiceClient:
@@ -246,39 +258,46 @@ class AzureBlockstore(Blockstore):
             raise InvalidStorageURI(f"{uri}: names no {what} (expected {base}/<container>/<path>)", uri=uri)
         return _Location(uri[: len(base)], container, blob)
 
-    def _blob_client(self, loc: _Location) -> BlobClient:
-        return self._client.get_blob_client(loc.container, loc.blob)
-
     # -- reads -------------------------------------------------------------------------------------
+
+    def _check_container(self, container: str, uri: str) -> None:
+        """Raise BucketNotFound if the container is missing: a 404 HEAD carries no error code to tell."""
+        if container in self._known_containers:
+            return
+        try:
+            self._client.get_container_client(container).get_container_properties()
+        except Exception as exc:
+            error = self._error(exc, "stat", uri)
+            if type(error) is ObjectNotFound:
+                raise BucketNotFound(f"stat {uri}: container does not exist at {self._where()}", uri=uri) from exc
+            raise error from exc
+        with self._lock:
+            self._known_containers.add(container)
 
     def stat(self, uri: str) -> ObjectStat | None:
         loc = self._locate(uri)
         try:
-            props = self._blob_client(loc).get_blob_properties()
+            stat = self._native.head(loc.container, loc.blob)
         except Exception as exc:
-            error = self._error(exc, "stat", uri)
-            if type(error) is ObjectNotFound:
-                return None
-            raise error from exc
-        return ObjectStat(size=int(props.size), etag=strip_etag(props.etag))
+            raise self._error(exc, "stat", uri) from exc
+        if stat is None:
+            self._check_container(loc.container, uri)
+        return stat
 
-    def _download(self, uri: str) -> Any:
+    def _body_reader(self, uri: str) -> BodyReader:
         loc = self._locate(uri)
         try:
-            return self._blob_client(loc).download_blob(max_concurrency=1)
+            body = self._native.get(loc.container, loc.blob)
         except Exception as exc:
             raise self._error(exc, "read", uri) from exc
+        return BodyReader(body, lambda exc: self._error(exc, "read", uri))
 
     def open_read(self, uri: str) -> io.BufferedReader:
-        raw = _DownloadReader(self._download(uri), uri, self._where())
-        return io.BufferedReader(raw, buffer_size=min(self.chunk_size, MiB))
+        return io.BufferedReader(self._body_reader(uri), buffer_size=min(self.chunk_size, MiB))
 
     def read_bytes(self, uri: str) -> bytes:
-        downloader = self._download(uri)
-        try:
-            return bytes(downloader.readall())
-        except Exception as exc:
-            raise self._error(exc, "read", uri) from exc
+        with self._body_reader(uri) as raw:
+            return raw.readall()
 
     # -- writes ------------------------------------------------------------------------------------
 
@@ -291,87 +310,36 @@ class AzureBlockstore(Blockstore):
         return math.ceil(needed / MiB) * MiB
 
     def write_buffer_size(self, size: int) -> int:
-        return size + 1 if size < self.multipart_threshold else self._block_size(size)
+        return size + 1 if size < self.multipart_threshold else self._block_size(size) * UPLOAD_PARTS_HELD
 
     def write_stream(self, uri: str, stream: ReadableStream, size: int | None = None) -> ObjectStat:
         loc = self._locate(uri)
-        if size is not None and size < 0:
-            raise ValueError(f"write {uri}: size must not be negative, got {size}")
-        if size is not None and size < self.multipart_threshold:
-            data = read_exact(stream, size + 1)
-            if len(data) != size:
-                raise size_mismatch(uri, size, len(data) if len(data) < size else None)
+        data, whole = whole_or_head(uri, stream, size, self.multipart_threshold)
+        if whole:
             return self._put(loc, uri, data)
-        head = b""
-        if size is None:
-            head = read_exact(stream, self.multipart_threshold)
-            if len(head) < self.multipart_threshold:
-                return self._put(loc, uri, head)
-        return self._staged_upload(loc, uri, head, stream, size)
-
-    def _put(self, loc: _Location, uri: str, data: bytes) -> ObjectStat:
+        blocks = CheckedParts(uri, data, stream, self._block_size(size), size, max_parts=MAX_BLOCKS)
         try:
-            result = self._blob_client(loc).upload_blob(
-                data, length=len(data), overwrite=True, blob_type="BlockBlob", max_concurrency=1
-            )
+            etag = self._native.upload(loc.container, loc.blob, blocks, blocks.part_size)
         except Exception as exc:
             raise self._error(exc, "write", uri) from exc
-        return ObjectStat(size=len(data), etag=strip_etag(str(result.get("etag") or "")))
+        return ObjectStat(size=blocks.written, etag=etag)
 
-    def _staged_upload(
-        self, loc: _Location, uri: str, head: bytes, stream: ReadableStream, size: int | None
-    ) -> ObjectStat:
-        block_size = self._block_size(size)
-        client = self._blob_client(loc)
-        # A per-upload prefix keeps concurrent writers of the same name from committing each other's blocks;
-        # all ids of one blob must have the same length.
-        token = uuid.uuid4().hex
-        blocks: list[BlobBlock] = []
-        written = 0
-        pending = head
+    def _put(self, loc: _Location, uri: str, data: bytes | bytearray) -> ObjectStat:
         try:
-            while True:
-                want = block_size
-                if size is not None:
-                    want = min(block_size, size - written)
-                part = pending[:want]
-                pending = pending[want:]
-                if len(part) < want:
-                    part += read_exact(stream, want - len(part))
-                if size is not None and want == 0:
-                    if pending or stream.read(1):
-                        raise size_mismatch(uri, size, None)
-                    break
-                if not part:
-                    break
-                if size is not None and len(part) < want:
-                    raise size_mismatch(uri, size, written + len(part))
-                if len(blocks) >= MAX_BLOCKS:
-                    raise StorageError(
-                        f"write {uri}: object needs more than {MAX_BLOCKS} blocks of {block_size} bytes; "
-                        "pass its size or raise multipart_chunk_size",
-                        uri=uri,
-                    )
-                block_id = base64.b64encode(f"{token}-{len(blocks):06d}".encode()).decode()
-                client.stage_block(block_id, part, length=len(part))
-                blocks.append(BlobBlock(block_id=block_id))
-                written += len(part)
-                if size is None and len(part) < block_size:
-                    break
-            result = client.commit_block_list(blocks)
+            etag = self._native.put(loc.container, loc.blob, data)
         except Exception as exc:
             raise self._error(exc, "write", uri) from exc
-        return ObjectStat(size=written, etag=strip_etag(str(result.get("etag") or "")))
+        return ObjectStat(size=len(data), etag=etag)
 
     def write_bytes(self, uri: str, data: bytes) -> ObjectStat:
         if len(data) < self.multipart_threshold:
-            return self._put(self._locate(uri), uri, bytes(data))
+            return self._put(self._locate(uri), uri, data)
         return self.write_stream(uri, io.BytesIO(data), len(data))
 
     def delete(self, uri: str) -> None:
         loc = self._locate(uri)
         try:
-            self._blob_client(loc).delete_blob(delete_snapshots="include")
+            self._client.get_blob_client(loc.container, loc.blob).delete_blob(delete_snapshots="include")
         except Exception as exc:
             error = self._error(exc, "delete", uri)
             if type(error) is ObjectNotFound:

@@ -100,8 +100,8 @@ class Blockstore(ABC):
 
     def write_buffer_size(self, size: int) -> int:
         """The most bytes ``write_stream`` holds in memory at once for an object of ``size`` bytes: its part
-        buffer (the whole object below a store's multipart threshold). A transfer pool's byte budget reserves
-        it for each streamed copy (``ByteBudget``)."""
+        buffers (the parts being sent and the one being filled; the whole object below a store's multipart
+        threshold). A transfer pool's byte budget reserves it for each streamed copy (``ByteBudget``)."""
         return min(size, self.chunk_size)
 
     def part_size(self, uri: str) -> int | None:

@@ -1,11 +1,11 @@
 """One budget of bytes in flight, shared by every streamed copy of a transfer pool.
 
-A streamed copy holds its buffered part in memory (a single-part object whole). Bounding the number of
-copies bounds memory only as far as parts are small; a budget of bytes bounds it whatever the object sizes:
-each copy reserves its part buffer before reading the first byte and gives it back when the last part is
-stored. Requests are served in arrival order (a large one is not starved by many small ones), and a
-request larger than the whole budget is granted the whole budget, so an object bigger than the budget still
-copies, alone.
+A streamed copy holds its buffered parts in memory (those being sent and the one being filled; a single-part
+object whole). Bounding the number of copies bounds memory only as far as parts are small; a budget of bytes
+bounds it whatever the object sizes: each copy reserves its part buffers (``Blockstore.write_buffer_size``)
+before reading the first byte and gives them back when the last part is stored. Requests are served in
+arrival order (a large one is not starved by many small ones), and a request larger than the whole budget is
+granted the whole budget, so an object bigger than the budget still copies, alone.
 """
 
 from __future__ import annotations

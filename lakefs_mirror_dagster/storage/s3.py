@@ -1,4 +1,5 @@
-"""A blockstore on S3 or any S3-compatible endpoint (MinIO, Ceph, ...), through boto3.
+"""A blockstore on S3 or any S3-compatible endpoint (MinIO, Ceph, ...): object bytes through obstore, the rest
+through boto3.
 
 ``S3Blockstore`` is put together from one part per concern, each in its own module: construction,
 credentials and the client (``s3_client``), reads and listing (``s3_reads``), writes and multipart

@@ -151,8 +151,8 @@ class S3Connection(Blockstore):
         put_headers = {"x-amz-server-side-encryption": server_side_encryption} if server_side_encryption else {}
         if sse_kms_key_id:
             put_headers["x-amz-server-side-encryption-aws-kms-key-id"] = sse_kms_key_id
-        #: Object GET, single-part PUT and HEAD through obstore (see s3_native); requests that must go through a
-        #: proxy stay on boto3, which honours the proxy settings.
+        #: Object GET, PUT (single and multipart) and HEAD through obstore (see s3_native); requests that must go
+        #: through a proxy stay on boto3, which honours the proxy settings.
         self._direct: NativeS3Requests | None = None
         if not uses_proxy(self._client.meta.endpoint_url):
             self._direct = NativeS3Requests(

@@ -1,8 +1,9 @@
-"""What both S3 request paths share: S3 error answers, which of them are worth retrying, and the proxy check.
+"""What both S3 request paths share: which S3 error answers are worth retrying, and the proxy check.
 
-boto3 serves multipart uploads, listings, server-side copies and bucket calls; object GET, single-part PUT and
-HEAD go through obstore (``s3_native``) unless a proxy is configured. Errors of either path become the
-botocore error boto3 would have raised (``as_client_error``), so one mapping (``s3_errors``) serves both.
+boto3 serves listings, server-side copies and bucket calls; object GET, PUT (single and multipart) and HEAD go
+through obstore (``s3_native``) unless a proxy is configured. obstore's error answers (``native.ErrorResponse``)
+become the botocore error boto3 would have raised (``as_client_error``), so one mapping (``s3_errors``) serves
+both.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from urllib.parse import urlsplit
 
 import botocore.exceptions
 
+from .native import ErrorResponse
+
 __all__ = [
     "TRANSIENT_CODES",
-    "S3ErrorResponse",
     "as_client_error",
     "is_transient",
     "uses_proxy",
@@ -42,20 +44,6 @@ def is_transient(status: object, code: str) -> bool:
     return code in TRANSIENT_CODES or status == 429 or (isinstance(status, int) and status >= 500)
 
 
-class S3ErrorResponse(Exception):
-    """A non-success answer: the HTTP status and the S3 error code and message (never request headers)."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(f"{code or f'HTTP {status}'}: {message}" if message else code or f"HTTP {status}")
-        self.status = status
-        self.code = code
-        self.message = message
-
-    @property
-    def transient(self) -> bool:
-        return is_transient(self.status, self.code)
-
-
 def uses_proxy(endpoint_url: str) -> bool:
     """Whether the environment sends requests to ``endpoint_url`` through a proxy (then boto3 keeps them)."""
     parts = urlsplit(endpoint_url)
@@ -63,7 +51,7 @@ def uses_proxy(endpoint_url: str) -> bool:
     return bool(proxies.get(parts.scheme)) and not urllib.request.proxy_bypass(parts.hostname or "")
 
 
-def as_client_error(exc: S3ErrorResponse, operation: str) -> botocore.exceptions.ClientError:
+def as_client_error(exc: ErrorResponse, operation: str) -> botocore.exceptions.ClientError:
     """The botocore error boto3 would have raised, so one error mapping serves both request paths."""
     details: Any = {
         "Error": {"Code": exc.code, "Message": exc.message},

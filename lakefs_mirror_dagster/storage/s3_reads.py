@@ -1,7 +1,6 @@
 """Reads from S3: HEAD, streamed and whole-object GET, listing.
 
-Object GET, HEAD and directory listings go through obstore when there is no proxy (see ``s3_native``), else
-boto3.
+Object GET, HEAD and directory listings go through obstore when there is no proxy (see ``s3_native``), else boto3.
 """
 
 from __future__ import annotations
@@ -15,50 +14,16 @@ import botocore.exceptions
 
 from .base import ObjectInfo, ObjectStat
 from .errors import BucketNotFound, StorageAccessError
+from .native import ErrorResponse
 from .s3_client import MiB, S3Connection
-from .s3_direct import S3ErrorResponse, as_client_error
-from .s3_errors import ACCESS_CODES, map_s3_error
+from .s3_direct import as_client_error
+from .s3_errors import ACCESS_CODES
 from .s3_native import UnlistableKeyError
-from .streams import strip_etag
+from .streams import BodyReader, strip_etag
 
 log = logging.getLogger(__name__)
 
 __all__ = ["S3Reads"]
-
-
-class _BodyReader(io.RawIOBase):
-    """Raw stream over a botocore StreamingBody that maps mid-stream network errors."""
-
-    def __init__(self, body: Any, uri: str, where: str) -> None:
-        super().__init__()
-        self._body = body
-        self._uri = uri
-        self._where = where
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        try:
-            data = self._body.read(len(buffer))
-        except Exception as exc:
-            raise map_s3_error(exc, "read", self._uri, self._where) from exc
-        n = len(data)
-        buffer[:n] = data
-        return n
-
-    def readall(self) -> bytes:
-        try:
-            return bytes(self._body.read())
-        except Exception as exc:
-            raise map_s3_error(exc, "read", self._uri, self._where) from exc
-
-    def close(self) -> None:
-        if not self.closed:
-            try:
-                self._body.close()
-            finally:
-                super().close()
 
 
 class S3Reads(S3Connection):
@@ -117,12 +82,12 @@ class S3Reads(S3Connection):
         if self._direct is None:
             return self._client.head_object(Bucket=bucket, Key=key)
         try:
-            response = self._direct.head(bucket, key)
-        except S3ErrorResponse as exc:
+            stat = self._direct.head(bucket, key)
+        except ErrorResponse as exc:
             raise as_client_error(exc, "HeadObject") from exc
-        if response is None:
-            raise as_client_error(S3ErrorResponse(404, "404", "Not Found"), "HeadObject")
-        return {"ContentLength": response.headers["Content-Length"], "ETag": response.headers.get("ETag")}
+        if stat is None:
+            raise as_client_error(ErrorResponse(404, "404", "Not Found"), "HeadObject")
+        return {"ContentLength": stat.size, "ETag": stat.etag}
 
     def _get_body(self, uri: str) -> Any:
         bucket, key = self._split(uri)
@@ -131,17 +96,19 @@ class S3Reads(S3Connection):
                 return self._client.get_object(Bucket=bucket, Key=key)["Body"]
             try:
                 return self._direct.get(bucket, key)
-            except S3ErrorResponse as exc:
+            except ErrorResponse as exc:
                 raise as_client_error(exc, "GetObject") from exc
         except Exception as exc:
             raise self._error(exc, "read", uri) from exc
 
+    def _body_reader(self, uri: str) -> BodyReader:
+        return BodyReader(self._get_body(uri), lambda exc: self._error(exc, "read", uri))
+
     def open_read(self, uri: str) -> io.BufferedReader:
-        raw = _BodyReader(self._get_body(uri), uri, self._where())
-        return io.BufferedReader(raw, buffer_size=min(self.chunk_size, MiB))
+        return io.BufferedReader(self._body_reader(uri), buffer_size=min(self.chunk_size, MiB))
 
     def read_bytes(self, uri: str) -> bytes:
-        with _BodyReader(self._get_body(uri), uri, self._where()) as raw:
+        with self._body_reader(uri) as raw:
             return raw.readall()
 
     def list_prefix(self, uri_prefix: str) -> Iterator[ObjectInfo]:
@@ -155,14 +122,13 @@ class S3Reads(S3Connection):
                 return
             except UnlistableKeyError as exc:  # boto3 lists on from the last key obstore gave
                 log.debug("listing %s through obstore stopped after %s (%s); boto3 goes on", uri_prefix, after, exc)
-            except S3ErrorResponse as exc:
+            except ErrorResponse as exc:
                 raise self._error(as_client_error(exc, "ListObjectsV2"), "list", uri_prefix) from exc
             except Exception as exc:
                 raise self._error(exc, "list", uri_prefix) from exc
         paginator = self._client.get_paginator("list_objects_v2")
         try:
-            pages = paginator.paginate(Bucket=bucket, Prefix=prefix, StartAfter=after or "")
-            for page in pages:
+            for page in paginator.paginate(Bucket=bucket, Prefix=prefix, StartAfter=after or ""):
                 for item in page.get("Contents", []):
                     yield ObjectInfo(
                         uri=f"s3://{bucket}/{item['Key']}",

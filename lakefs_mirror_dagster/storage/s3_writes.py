@@ -1,46 +1,24 @@
-"""Writes to S3: single PUTs, explicit multipart uploads, deletes.
+"""Writes to S3: single PUTs, multipart uploads, deletes.
 
-Uploads use explicit multipart calls rather than boto3's transfer manager so that memory stays bounded
-by one part per transfer (the transfer manager buffers up to ten parts per upload); a failed multipart
-upload is aborted, so S3 never exposes a partial object.
+Both go through obstore (``s3_native``) unless a proxy is configured; then boto3 takes them, with explicit
+multipart calls rather than boto3's transfer manager (which buffers up to ten parts per upload). Either way this
+package picks the part size, the byte budget reserves every part an upload may hold (``write_buffer_size``),
+and a failed multipart upload is aborted, so S3 never exposes a partial object.
 """
 
 from __future__ import annotations
 
 import io
 import math
-from collections.abc import Iterator
 from typing import Any
 
 from .base import ObjectStat, ReadableStream
-from .errors import StorageError
+from .native import UPLOAD_PARTS_HELD, ErrorResponse
 from .s3_client import MAX_PARTS, MiB, S3Connection
-from .s3_direct import S3ErrorResponse, as_client_error
-from .streams import fill, size_mismatch, strip_etag
+from .s3_direct import as_client_error
+from .streams import CheckedParts, strip_etag, whole_or_head
 
 __all__ = ["S3Writes"]
-
-
-def _iter_parts(head: bytearray, stream: ReadableStream, part_size: int) -> Iterator[bytearray]:
-    """Parts of exactly ``part_size`` bytes (the last may be shorter), read on demand.
-
-    ``head`` is what was already read to decide on multipart. Each part is filled into one buffer, and the
-    previous one is dropped before the next is read, so that about one part is held in memory.
-    """
-    pending = head
-    while len(pending) >= part_size:
-        yield pending[:part_size]
-        del pending[:part_size]
-    while True:
-        part = fill(stream, part_size) if not pending else pending + fill(stream, part_size - len(pending))
-        pending = bytearray()
-        length = len(part)
-        if not length:
-            return
-        yield part
-        del part
-        if length < part_size:
-            return
 
 
 class S3Writes(S3Connection):
@@ -53,27 +31,16 @@ class S3Writes(S3Connection):
         return max(self.multipart_chunk_size, math.ceil(needed / MiB) * MiB)
 
     def write_buffer_size(self, size: int) -> int:
-        return size + 1 if size < self.multipart_threshold else self._part_size(size)
+        if size < self.multipart_threshold:
+            return size + 1
+        return self._part_size(size) * (UPLOAD_PARTS_HELD if self._direct is not None else 1)
 
     def write_stream(self, uri: str, stream: ReadableStream, size: int | None = None) -> ObjectStat:
         bucket, key = self._split(uri)
-        if size is not None and size < 0:
-            raise ValueError(f"write {uri}: size must not be negative, got {size}")
-        if size is not None and size < self.multipart_threshold:
-            data = fill(stream, size + 1)
-            self._check_size(uri, size, len(data))
+        data, whole = whole_or_head(uri, stream, size, self.multipart_threshold)
+        if whole:
             return self._put(bucket, key, uri, data)
-        head = bytearray()
-        if size is None:
-            head = fill(stream, self.multipart_threshold)
-            if len(head) < self.multipart_threshold:
-                return self._put(bucket, key, uri, head)
-        return self._multipart_upload(bucket, key, uri, head, stream, size)
-
-    @staticmethod
-    def _check_size(uri: str, expected: int | None, got: int) -> None:
-        if expected is not None and got != expected:
-            raise size_mismatch(uri, expected, None if got > expected else got)
+        return self._multipart_upload(bucket, key, uri, data, stream, size)
 
     def _put(self, bucket: str, key: str, uri: str, data: bytes | bytearray) -> ObjectStat:
         etag: str | None
@@ -83,8 +50,8 @@ class S3Writes(S3Connection):
                 etag = response.get("ETag")
             else:
                 try:
-                    etag = self._direct.put(bucket, key, data).headers.get("ETag")
-                except S3ErrorResponse as exc:
+                    etag = self._direct.put(bucket, key, data)
+                except ErrorResponse as exc:
                     raise as_client_error(exc, "PutObject") from exc
         except Exception as exc:
             raise self._error(exc, "write", uri) from exc
@@ -93,26 +60,29 @@ class S3Writes(S3Connection):
     def _multipart_upload(
         self, bucket: str, key: str, uri: str, head: bytearray, stream: ReadableStream, size: int | None
     ) -> ObjectStat:
-        part_size = self._part_size(size)
+        parts = CheckedParts(uri, head, stream, self._part_size(size), size, max_parts=MAX_PARTS)
+        if self._direct is None:
+            return self._boto3_multipart_upload(bucket, key, uri, parts)
+        try:
+            try:
+                etag = self._direct.upload(bucket, key, parts, parts.part_size)
+            except ErrorResponse as exc:
+                raise as_client_error(exc, "UploadPart") from exc
+        except Exception as exc:
+            raise self._error(exc, "write", uri) from exc
+        return ObjectStat(size=parts.written, etag=strip_etag(etag))
+
+    def _boto3_multipart_upload(self, bucket: str, key: str, uri: str, parts: CheckedParts) -> ObjectStat:
+        """The multipart upload through a proxy: part after part, one part in memory."""
         try:
             upload_id = self._client.create_multipart_upload(Bucket=bucket, Key=key, **self._sse)["UploadId"]  # type: ignore[arg-type]
         except Exception as exc:
             raise self._error(exc, "write", uri) from exc
         completed = False
         try:
-            parts: list[dict[str, Any]] = []
-            written = 0
-            for body in _iter_parts(head, stream, part_size):
-                written += len(body)
-                if size is not None and written > size:
-                    self._check_size(uri, size, written)
-                number = len(parts) + 1
-                if number > MAX_PARTS:
-                    raise StorageError(
-                        f"write {uri}: object needs more than {MAX_PARTS} parts of {part_size} bytes; "
-                        "pass its size or raise multipart_chunk_size",
-                        uri=uri,
-                    )
+            uploaded: list[dict[str, Any]] = []
+            for body in parts:
+                number = len(uploaded) + 1
                 response = self._client.upload_part(  # botocore takes a bytearray as is (validate.py)
                     Bucket=bucket,
                     Key=key,
@@ -120,17 +90,16 @@ class S3Writes(S3Connection):
                     PartNumber=number,
                     Body=body,  # type: ignore[arg-type]
                 )
-                parts.append({"ETag": response["ETag"], "PartNumber": number})
+                uploaded.append({"ETag": response["ETag"], "PartNumber": number})
                 del body
-            self._check_size(uri, size, written)
             result = self._client.complete_multipart_upload(
                 Bucket=bucket,
                 Key=key,
                 UploadId=upload_id,
-                MultipartUpload={"Parts": parts},  # type: ignore[typeddict-item]
+                MultipartUpload={"Parts": uploaded},  # type: ignore[typeddict-item]
             )
             completed = True
-            return ObjectStat(size=written, etag=strip_etag(result.get("ETag")))
+            return ObjectStat(size=parts.written, etag=strip_etag(result.get("ETag")))
         except Exception as exc:
             raise self._error(exc, "write", uri) from exc
         finally:

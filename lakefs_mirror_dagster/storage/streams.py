@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
-from .base import ReadableStream
-from .errors import SizeMismatchError
+import io
+from collections.abc import Callable, Iterator
+from typing import Any
 
-__all__ = ["READ_PIECE", "fill", "read_exact", "size_mismatch", "strip_etag"]
+from .base import ReadableStream
+from .errors import SizeMismatchError, StorageError
+
+__all__ = [
+    "READ_PIECE",
+    "BodyReader",
+    "CheckedParts",
+    "check_size",
+    "fill",
+    "iter_parts",
+    "read_exact",
+    "size_mismatch",
+    "strip_etag",
+    "whole_or_head",
+]
 
 #: The largest single read ``fill`` makes: one read of n bytes from an HTTP body costs two or three
 #: temporary copies of n bytes in http.client and urllib3, so a part is read in pieces of this size.
@@ -52,3 +67,115 @@ def size_mismatch(uri: str, expected: int, got: int | None) -> SizeMismatchError
     return SizeMismatchError(
         f"write {uri}: expected {expected} bytes but the source delivered {got_text}; nothing was stored", uri=uri
     )
+
+
+def iter_parts(head: bytearray, stream: ReadableStream, part_size: int) -> Iterator[bytearray]:
+    """Parts of exactly ``part_size`` bytes (the last may be shorter), read on demand.
+
+    ``head`` is what was already read to decide on multipart. Each part is filled into one buffer, and the
+    previous one is dropped before the next is read, so that about one part is held in memory.
+    """
+    pending = head
+    while len(pending) >= part_size:
+        yield pending[:part_size]
+        del pending[:part_size]
+    while True:
+        part = fill(stream, part_size) if not pending else pending + fill(stream, part_size - len(pending))
+        pending = bytearray()
+        length = len(part)
+        if not length:
+            return
+        yield part
+        del part
+        if length < part_size:
+            return
+
+
+def check_size(uri: str, expected: int | None, got: int) -> None:
+    """Raise ``size_mismatch`` if the source delivered ``got`` bytes where ``expected`` were announced."""
+    if expected is not None and got != expected:
+        raise size_mismatch(uri, expected, None if got > expected else got)
+
+
+class CheckedParts:
+    """The parts of one upload (``iter_parts``), refused as soon as the source delivers more than ``size`` bytes or
+    needs more than ``max_parts`` parts, and at the end if it delivered fewer; ``written`` counts them."""
+
+    def __init__(
+        self, uri: str, head: bytearray, stream: ReadableStream, part_size: int, size: int | None, *, max_parts: int
+    ) -> None:
+        self._uri = uri
+        self._max_parts = max_parts
+        self._head = head
+        self._stream = stream
+        self.part_size = part_size
+        self._size = size
+        self.written = 0
+
+    def __iter__(self) -> Iterator[bytearray]:
+        for count, body in enumerate(iter_parts(self._head, self._stream, self.part_size), start=1):
+            self.written += len(body)
+            if self._size is not None and self.written > self._size:
+                check_size(self._uri, self._size, self.written)
+            if count > self._max_parts:
+                raise StorageError(
+                    f"write {self._uri}: object needs more than {self._max_parts} parts of {self.part_size} bytes; "
+                    "pass its size or raise multipart_chunk_size",
+                    uri=self._uri,
+                )
+            yield body
+            del body
+        check_size(self._uri, self._size, self.written)
+
+
+def whole_or_head(uri: str, stream: ReadableStream, size: int | None, threshold: int) -> tuple[bytearray, bool]:
+    """What a store's ``write_stream`` reads before it chooses: the whole object (``True``) when it is smaller than
+    the multipart ``threshold``, checked against ``size``; else the bytes read to find out (none when ``size``
+    says so), to be sent first in parts (``False``)."""
+    if size is not None and size < 0:
+        raise ValueError(f"write {uri}: size must not be negative, got {size}")
+    if size is not None and size < threshold:
+        data = fill(stream, size + 1)
+        check_size(uri, size, len(data))
+        return data, True
+    if size is None:
+        head = fill(stream, threshold)
+        return head, len(head) < threshold
+    return bytearray(), False
+
+
+class BodyReader(io.RawIOBase):
+    """A raw stream over an HTTP body with ``read(n)``/``close`` (obstore's ``native.Body``, botocore's
+    StreamingBody) that raises what ``on_error`` makes of a mid-stream error (a store's storage error)."""
+
+    def __init__(self, body: Any, on_error: Callable[[Exception], Exception]) -> None:
+        super().__init__()
+        self._body = body
+        self._on_error = on_error
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if len(buffer) == 0:
+            return 0
+        try:
+            data = self._body.read(len(buffer))
+        except Exception as exc:
+            raise self._on_error(exc) from exc
+        n = len(data)
+        buffer[:n] = data
+        return n
+
+    def readall(self) -> bytes:
+        try:
+            return bytes(self._body.read())
+        except Exception as exc:
+            raise self._on_error(exc) from exc
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                self._body.close()
+            finally:
+                super().close()

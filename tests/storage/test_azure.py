@@ -1,4 +1,5 @@
-"""AzureBlockstore against a real Azurite through the official SDK: URI forms, blocks, atomicity, copies."""
+"""AzureBlockstore against a real Azurite (object bytes through obstore, listings through the SDK): URI forms,
+blocks, atomicity, copies."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ from lakefs_mirror_dagster.storage import (
 )
 
 from .conftest import FailingStream, MiB, S3ServerLike, s3_store_for, sha
-from .conftest_emulators import SMALL_CHUNK, azure_store, azurite, make_container
+from .conftest_emulators import SMALL_CHUNK, SMALL_THRESHOLD, azure_store, azurite, make_container
 
 __all__ = ["azure_store", "azurite", "make_container"]  # fixtures used by this module
 
@@ -112,6 +113,12 @@ def test_large_object_is_committed_as_several_blocks(
             out += piece
     assert sha(bytes(out)) == sha(data)
     assert sha(azure_store.read_bytes(uri)) == sha(data)
+
+
+def test_the_byte_budget_reserves_every_block_an_upload_holds(azure_store: AzureBlockstore) -> None:
+    """obstore sends two blocks at once while it fills the third: a large object reserves three blocks."""
+    assert azure_store.write_buffer_size(SMALL_THRESHOLD - 1) == SMALL_THRESHOLD
+    assert azure_store.write_buffer_size(64 * MiB) == 3 * SMALL_CHUNK
 
 
 def test_failed_source_commits_nothing_and_keeps_previous(

@@ -13,6 +13,7 @@ import pytest
 
 from lakefs_mirror_dagster.storage import (
     BucketNotFound,
+    ChecksumMismatchError,
     InvalidStorageURI,
     LocalBlockstore,
     ObjectNotFound,
@@ -22,6 +23,7 @@ from lakefs_mirror_dagster.storage import (
     TransientStorageError,
     copy_object,
 )
+from lakefs_mirror_dagster.storage.checksums import ExpectedContent, VerifyingReader, multipart_etag
 
 from .conftest import FailingStream, MiB, S3ServerLike, s3_store_for
 
@@ -116,9 +118,31 @@ def test_multipart_above_threshold(s3_store: S3Blockstore, bucket: str, announce
     assert stat.size == len(data)
     head = s3_store.stat(uri)
     assert head is not None and head.size == len(data)
-    # S3 multipart ETags end in "-<number of parts>": 5 MiB + 5 MiB + 2 MiB
-    assert head.etag is not None and head.etag.endswith("-3")
+    # S3 multipart ETags end in "-<number of parts>": 5 MiB + 5 MiB + 2 MiB, this store's part size
+    assert (
+        head.etag
+        == multipart_etag(hashlib.md5(data[i : i + 5 * MiB]).digest() for i in range(0, len(data), 5 * MiB)) + "-3"
+    )
     assert hashlib.sha256(s3_store.read_bytes(uri)).digest() == hashlib.sha256(data).digest()
+
+
+def test_the_byte_budget_reserves_every_part_an_upload_holds(s3_server: S3ServerLike) -> None:
+    """obstore sends two parts at once while it fills the third: a large object reserves three parts."""
+    store = s3_store_for(s3_server, multipart_threshold=16 * MiB, multipart_chunk_size=8 * MiB)
+    assert store.write_buffer_size(16 * MiB - 1) == 16 * MiB
+    assert store.write_buffer_size(2 * 1024 * MiB) == 3 * 8 * MiB
+    assert store.write_buffer_size(200 * 1024 * MiB) == 3 * 21 * MiB  # 10,000 parts at most: 21 MiB parts
+
+
+def test_a_checksum_refused_at_the_last_read_stores_nothing(s3_store: S3Blockstore, bucket: str) -> None:
+    """The copy's checksum check refuses the bytes on the read that completes them: the upload is aborted."""
+    data = os.urandom(12 * MiB)
+    uri = f"s3://{bucket}/refused"
+    expected = ExpectedContent(md5(b"other bytes"), len(data))
+    with pytest.raises(ChecksumMismatchError, match="nothing was stored"):
+        s3_store.write_stream(uri, VerifyingReader(io.BytesIO(data), expected, uri=uri), len(data))
+    assert s3_store.stat(uri) is None
+    assert pending_uploads(s3_store, bucket) == []
 
 
 def test_small_unannounced_stream_is_a_single_put(s3_store: S3Blockstore, bucket: str) -> None:

@@ -1,16 +1,18 @@
-"""The direct (signed urllib3) request path of S3Blockstore against a real MinIO: same objects, same keys and
-same errors as boto3 would give, for the calls it takes over (GET, single-part PUT, HEAD)."""
+"""The obstore request path of S3Blockstore against a real MinIO: same objects, same keys and same errors as
+boto3 would give, for the calls it takes over (GET, PUT, HEAD)."""
 
 from __future__ import annotations
 
 import gzip
+import io
+import os
 
 import pytest
 
-from lakefs_mirror_dagster.storage import ObjectNotFound, S3Blockstore, StorageAccessError
+from lakefs_mirror_dagster.storage import ObjectNotFound, S3Blockstore, SizeMismatchError, StorageAccessError
 from lakefs_mirror_dagster.storage.s3_direct import uses_proxy
 
-from .conftest import S3ServerLike, s3_store_for
+from .conftest import MiB, S3ServerLike, s3_store_for
 
 KEYS = [
     "plain/key.bin",
@@ -76,3 +78,19 @@ def test_requests_through_a_proxy_stay_on_boto3(monkeypatch: pytest.MonkeyPatch,
     assert s3_store_for(s3_server)._direct is None
     monkeypatch.setenv("no_proxy", "minio.example")
     assert not uses_proxy("http://minio.example:9000")
+
+
+def test_through_a_proxy_uploads_go_part_after_part_on_boto3(s3_server: S3ServerLike, bucket: str) -> None:
+    """What a proxy in the environment leaves: boto3 alone, one part in memory at a time, same object."""
+    store = s3_store_for(s3_server)
+    store._direct = None  # as uses_proxy() decides at construction (test_requests_through_a_proxy_stay_on_boto3)
+    assert store.write_buffer_size(12 * MiB) == 5 * MiB
+    data = os.urandom(12 * MiB)
+    uri = f"s3://{bucket}/via-boto3"
+    stat = store.write_stream(uri, io.BytesIO(data), len(data))
+    assert stat.size == len(data) and stat.etag is not None and stat.etag.endswith("-3")
+    assert store.read_bytes(uri) == data
+    with pytest.raises(SizeMismatchError):
+        store.write_stream(f"s3://{bucket}/short", io.BytesIO(data[: 6 * MiB]), len(data))
+    assert store.stat(f"s3://{bucket}/short") is None
+    assert store.client.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
