@@ -21,6 +21,7 @@ from .spark import SparkValidatorResource
 
 __all__ = [
     "ASSET_PREFIX",
+    "SYNC_STARTED",
     "branch_partitions",
     "branch_partitions_name",
     "build_branch_heads_asset",
@@ -35,6 +36,9 @@ META_MIRROR_COMMIT = "mirror_commit_id"
 META_PREVIOUS = "previous_mirror_commit_id"
 META_COMMIT_TIME = "commit_time"
 META_LAG = "lag_seconds"
+#: The run's log line once the run is set up (service, mirror, engine) and the branch's sync begins:
+#: ``benchmarks/lag.py`` splits a run's time at it.
+SYNC_STARTED = "sync started"
 
 
 def mirror_asset_key(mirror: str) -> dg.AssetKey:
@@ -83,6 +87,7 @@ def _mirror_branch(
     service = replication.service()
     mirror = replication.active_mirror(mirror_name)
     engine, spark = spark_validator.engine_for(service, mirror, log=context.log.info)
+    context.log.info(f"{mirror.name}/{branch}: {SYNC_STARTED}")
     ref = engine.sync_branch(branch)
     context.log.info(
         f"{mirror.name}/{branch}: {ref.action} (source {ref.source_commit}, mirror was {ref.mirror_commit_before})"
