@@ -32,8 +32,18 @@ from dagster._serdes import ConfigurableClass, ConfigurableClassData
 
 __all__ = ["DEFAULT_PRELOAD", "FORK_RUN_LAUNCHER", "RUN_WORKER_PID_TAG", "ForkRunLauncher", "run_worker"]
 
-#: Imported once in the fork server: Dagster's run execution and this code location (which does no I/O at import).
-DEFAULT_PRELOAD = ("dagster", "dagster._cli.api", "lakefs_mirror_dagster.orchestration.definitions")
+#: Imported once in the fork server: Dagster's run execution, this module (the workers' entry point) and the code
+#: location with what its ``build_definitions`` imports late (none of them does I/O at import).
+DEFAULT_PRELOAD = (
+    "dagster",
+    "dagster._cli.api",
+    __name__,
+    "lakefs_mirror_dagster.orchestration.definitions",
+    "lakefs_mirror_dagster.orchestration.mirroring.definitions",
+    "lakefs_mirror_dagster.orchestration.gc_deletions",
+    "lakefs_mirror_dagster.orchestration.refs_migration",
+    "lakefs_mirror_dagster.orchestration.scrub",
+)
 RUN_WORKER_PID_TAG = "lakefs_mirror/run_worker_pid"
 #: ``dagster.yaml``'s ``run_launcher`` section that selects this launcher.
 FORK_RUN_LAUNCHER = {"module": __name__, "class": "ForkRunLauncher"}
