@@ -24,7 +24,7 @@ import os
 import signal
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Self
 
 import dagster as dg
 from dagster._core.launcher import LaunchRunContext, RunLauncher
@@ -82,7 +82,7 @@ class ForkRunLauncher(RunLauncher, ConfigurableClass):
         return {"preload_modules": dg.Field([str], is_required=False)}
 
     @classmethod
-    def from_config_value(cls, inst_data: ConfigurableClassData, config_value: Mapping[str, Any]) -> ForkRunLauncher:
+    def from_config_value(cls, inst_data: ConfigurableClassData, config_value: Mapping[str, Any]) -> Self:
         return cls(inst_data=inst_data, preload_modules=config_value.get("preload_modules", ()))
 
     def _fork_context(self) -> Any:
