@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _fixtures import MIRROR, REPO_ROOT, SOURCE, _admin, bench_environment, create_mirror, machine_load, service_config
 from lakefs_mirror_devenv.branch_fanout import fan_out_branches
-from lakefs_mirror_devenv.dagster_daemon import Convergence, converge_mirror
+from lakefs_mirror_devenv.dagster_daemon import Convergence, converge_mirror, stage_table
 from lakefs_mirror_devenv.replication_config import config_variant
 
 from lakefs_mirror_dagster.config import load_config, parse_duration
@@ -126,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  first run created -> last end {a.seconds:8.1f} s ({a.runs / max(a.seconds, 1e-9) * 60:.1f} runs/min)")
     print(f"  runs created                  {a.created_per_minute:8.1f} a minute (first to last creation)")
     print(f"  commit sensor: {a.tick_times.summary()}")
+    print(f"  where a run's time goes (median / max over {len(a.stages)} run(s)):")
+    print("\n".join(stage_table(a.stages)))
     print(f"  sensor ticks {a.ticks}; run requests repeated while that run was queued or running, skipped by key: "
           f"{a.rerequested_in_flight}")  # fmt: skip
     table = goals(result, heads, args.max_concurrent_runs)

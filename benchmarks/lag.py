@@ -49,9 +49,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lakefs_mirror_devenv import DEFAULT_REGIONS, Environment, environment_up
 from lakefs_mirror_devenv.dagster_daemon import (
+    RUN_STAGES,
     TickTimes,
     dagster_daemon,
+    run_marks,
+    run_stages,
     sensor_ticks,
+    stage_table,
     wait_runs_finished,
     write_instance_config,
 )
@@ -61,12 +65,7 @@ from lakefs_mirror_devenv.replication_config import config_variant
 
 from lakefs_mirror_dagster.config import format_duration, parse_duration
 from lakefs_mirror_dagster.lakefs import LakeFSClient, LakeFSNotFound
-from lakefs_mirror_dagster.orchestration.mirroring import (
-    MIRROR_TAG,
-    SOURCE_COMMIT_TAG,
-    SYNC_STARTED,
-    commit_sensor_name,
-)
+from lakefs_mirror_dagster.orchestration.mirroring import MIRROR_TAG, SOURCE_COMMIT_TAG, commit_sensor_name
 from lakefs_mirror_dagster.replication import ReplicationService, install_hooks
 from lakefs_mirror_dagster.service.hooks import HOOKS_PATH
 
@@ -305,33 +304,10 @@ def run_engine(env: Environment, config_path: Path, work: Path, *, mode: str = "
 STAGES = (
     ("wait", "commit -> start of the commit-sensor tick that created its run (0 if it began before)"),
     ("tick", "later of commit and tick start -> run created (hook wait, evaluation, the run's plan and record)"),
-    ("queue", "run created -> RUN_STARTING (queued run coordinator dequeues it, the launch begins)"),
-    ("process", "RUN_STARTING -> 'Started process' (the run worker starts: a new Python importing Dagster, or a fork)"),
-    ("load", "'Started process' -> RUN_START (run worker loads the definitions)"),
-    ("init", "RUN_START -> STEP_START (resources)"),
-    ("prepare", f"STEP_START -> {SYNC_STARTED!r} log (service, mirror lookup, engine)"),
-    ("sync", f"{SYNC_STARTED!r} log -> ranges_validated check (plan, transfer, validation)"),
-    ("promote", "check -> ASSET_MATERIALIZATION (commit records, ref move)"),
+    *RUN_STAGES[:-1],
     ("seen", "materialization -> mirror head seen by the 0.2 s poller"),
-    ("finish", "materialization -> run success (teardown; after the mirror moved, not in the lag)"),
+    RUN_STAGES[-1],
 )
-#: The run worker's first engine event (``dagster._grpc.impl``), once its process is up.
-PROCESS_STARTED = "Started process for run"
-
-
-def _run_marks(instance: Any, run_id: str) -> dict[str, float]:
-    """First timestamp of each event type of a run, of its worker's 'Started process' engine event and of the
-    asset's SYNC_STARTED log line."""
-    marks: dict[str, float] = {}
-    for entry in instance.all_logs(run_id):
-        event = entry.dagster_event
-        if event is not None:
-            marks.setdefault(event.event_type.name, entry.timestamp)
-            if PROCESS_STARTED in (event.message or ""):
-                marks.setdefault("process", entry.timestamp)
-        elif SYNC_STARTED in entry.user_message:
-            marks.setdefault("sync_started", entry.timestamp)
-    return marks
 
 
 def _dagster_stages(home: Path, samples: list[Sample]) -> tuple[list[dict[str, float]], str]:
@@ -341,33 +317,24 @@ def _dagster_stages(home: Path, samples: list[Sample]) -> tuple[list[dict[str, f
 
     by_commit = {s.commit_id: s for s in samples}
     stages: list[dict[str, float]] = []
-    need = ("RUN_STARTING", "process", "RUN_START", "STEP_START", "sync_started")
-    need += ("ASSET_CHECK_EVALUATION", "ASSET_MATERIALIZATION")
     with dg.DagsterInstance.from_config(str(home)) as instance:
         ticks = sensor_ticks(instance, commit_sensor_name(MIRROR))
         tick_of = {run_id: tick.timestamp for tick in ticks for run_id in tick.run_ids}
         for record in instance.get_run_records(filters=dg.RunsFilter(tags={MIRROR_TAG: MIRROR})):
             sample = by_commit.get(record.dagster_run.tags.get(SOURCE_COMMIT_TAG, ""))
-            marks = _run_marks(instance, record.dagster_run.run_id)
-            if sample is None or sample.mirrored_at is None or not all(k in marks for k in need):
-                continue
             created = record.create_timestamp.timestamp()
+            marks = run_marks(instance, record.dagster_run.run_id)
+            run = run_stages(created, marks)
+            if sample is None or sample.mirrored_at is None or run is None:
+                continue
             begun = max(tick_of.get(record.dagster_run.run_id, created), sample.committed_at)
-            ended = marks.get("RUN_SUCCESS", marks.get("RUN_FAILURE", math.nan))
             stages.append(
                 {
                     "lag": sample.mirrored_at - sample.committed_at,
                     "wait": begun - sample.committed_at,
                     "tick": created - begun,
-                    "queue": marks["RUN_STARTING"] - created,
-                    "process": marks["process"] - marks["RUN_STARTING"],
-                    "load": marks["RUN_START"] - marks["process"],
-                    "init": marks["STEP_START"] - marks["RUN_START"],
-                    "prepare": marks["sync_started"] - marks["STEP_START"],
-                    "sync": marks["ASSET_CHECK_EVALUATION"] - marks["sync_started"],
-                    "promote": marks["ASSET_MATERIALIZATION"] - marks["ASSET_CHECK_EVALUATION"],
+                    **run,
                     "seen": sample.mirrored_at - marks["ASSET_MATERIALIZATION"],
-                    "finish": ended - marks["ASSET_MATERIALIZATION"],
                 }
             )
     return stages, TickTimes.of(ticks).summary()
@@ -417,9 +384,7 @@ def report(results: list[ModeResult], interval: str, commits: int) -> bool:
     for r in results:
         if r.stages:
             print(f"\n[lag] where the time goes under {r.mode} (median / max over {len(r.stages)} run(s)):")
-            for name, what in STAGES:
-                values = [s[name] for s in r.stages]
-                print(f"  {name:9} {statistics.median(values):6.2f}s {max(values):6.2f}s  {what}")
+            print("\n".join(stage_table(r.stages, STAGES)))
         elif r.mode.startswith("dagster"):
             print(f"\n[lag] {r.mode}: no run with every stage's event in its log (nothing to split)")
         if r.ticks:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from lakefs_mirror_dagster.lakefs import LakeFSClient
 
 __all__ = [
+    "RUN_STAGES",
     "Convergence",
     "RunsAudit",
     "TickTimes",
@@ -38,12 +39,28 @@ __all__ = [
     "converge_mirror",
     "dagster_daemon",
     "max_overlap",
+    "run_marks",
+    "run_stages",
     "sensor_ticks",
+    "stage_table",
     "wait_runs_finished",
     "write_instance_config",
 ]
 
 RUN_KEY_TAG = "dagster/run_key"  # dagster._core.storage.tags.RUN_KEY_TAG
+#: The run worker's first engine event (Dagster's, whichever launcher started it), once its process is up.
+PROCESS_STARTED = "Started process for run"
+#: A branch run's stages, read from its record and event log: (name, from -> to).
+RUN_STAGES = (
+    ("queue", "run created -> RUN_STARTING (queued run coordinator dequeues it, the launch begins)"),
+    ("process", "RUN_STARTING -> 'Started process' (the run worker starts: a new Python importing Dagster, or a fork)"),
+    ("load", "'Started process' -> RUN_START (run worker loads the definitions)"),
+    ("init", "RUN_START -> STEP_START (resources)"),
+    ("prepare", "STEP_START -> 'sync started' log (service, mirror lookup, engine)"),
+    ("sync", "'sync started' log -> ranges_validated check (plan, transfer, validation)"),
+    ("promote", "check -> ASSET_MATERIALIZATION (commit records, ref move)"),
+    ("finish", "materialization -> run success (teardown; after the mirror moved)"),
+)
 
 
 def write_instance_config(
@@ -178,6 +195,8 @@ class RunsAudit:
     last_ended: float = 0.0
     #: When the commit sensor's ticks started and how long each took (run creation included).
     tick_times: TickTimes = field(default_factory=lambda: TickTimes([], []))
+    #: ``run_stages`` of each run that succeeded.
+    stages: list[dict[str, float]] = field(default_factory=list)
 
     @property
     def seconds(self) -> float:
@@ -246,6 +265,9 @@ def audit_runs(instance: dg.DagsterInstance, mirror: str, sensor_name: str) -> R
     by_key = {r.dagster_run.tags.get(RUN_KEY_TAG, ""): r for r in records}
     ticks = sensor_ticks(instance, sensor_name)
     audit.tick_times = TickTimes.of(ticks)
+    for record in records:
+        stages = run_stages(record.create_timestamp.timestamp(), run_marks(instance, record.dagster_run.run_id))
+        audit.stages += [stages] if stages is not None else []
     for tick in ticks:
         audit.ticks += 1
         for key in tick.run_keys:
@@ -272,6 +294,51 @@ def sensor_ticks(instance: dg.DagsterInstance, sensor_name: str) -> list[Any]:
         if state.instigator_name == sensor_name
         for tick in instance.get_ticks(state.instigator_origin_id, state.selector_id)
     ]
+
+
+def run_marks(instance: dg.DagsterInstance, run_id: str) -> dict[str, float]:
+    """First timestamp of each event type of a run, of its worker's 'Started process' engine event
+    (``process``) and of the branch asset's ``SYNC_STARTED`` log line (``sync_started``)."""
+    from lakefs_mirror_dagster.orchestration.mirroring import SYNC_STARTED
+
+    marks: dict[str, float] = {}
+    for entry in instance.all_logs(run_id):
+        event = entry.dagster_event
+        if event is not None:
+            marks.setdefault(event.event_type.name, entry.timestamp)
+            if PROCESS_STARTED in (event.message or ""):
+                marks.setdefault("process", entry.timestamp)
+        elif SYNC_STARTED in entry.user_message:
+            marks.setdefault("sync_started", entry.timestamp)
+    return marks
+
+
+def run_stages(created: float, marks: dict[str, float]) -> dict[str, float] | None:
+    """Seconds of each of ``RUN_STAGES`` for a run created at ``created``; None when a mark is missing (a run
+    that failed, or is still in flight)."""
+    need = ("RUN_STARTING", "process", "RUN_START", "STEP_START", "sync_started", "ASSET_CHECK_EVALUATION")
+    if not all(k in marks for k in (*need, "ASSET_MATERIALIZATION", "RUN_SUCCESS")):
+        return None
+    return {
+        "queue": marks["RUN_STARTING"] - created,
+        "process": marks["process"] - marks["RUN_STARTING"],
+        "load": marks["RUN_START"] - marks["process"],
+        "init": marks["STEP_START"] - marks["RUN_START"],
+        "prepare": marks["sync_started"] - marks["STEP_START"],
+        "sync": marks["ASSET_CHECK_EVALUATION"] - marks["sync_started"],
+        "promote": marks["ASSET_MATERIALIZATION"] - marks["ASSET_CHECK_EVALUATION"],
+        "finish": marks["RUN_SUCCESS"] - marks["ASSET_MATERIALIZATION"],
+    }
+
+
+def stage_table(stages: list[dict[str, float]], names: tuple[tuple[str, str], ...] = RUN_STAGES) -> list[str]:
+    """One line per stage: its median and max over ``stages`` and what it spans."""
+    lines = []
+    for name, what in names:
+        values = [s[name] for s in stages if name in s]
+        if values:
+            lines.append(f"  {name:9} {statistics.median(values):6.2f}s {max(values):6.2f}s  {what}")
+    return lines
 
 
 @dataclass

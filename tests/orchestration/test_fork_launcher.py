@@ -2,8 +2,6 @@
 forked worker, not in the launching process, and succeeds with its events in the instance; terminating a run in
 flight cancels it. (The daemon test, ``test_daemon_branches.py``, runs the launcher under ``dagster-daemon``.)"""
 
-from __future__ import annotations
-
 import os
 import time
 
@@ -19,7 +17,7 @@ def greet(context: dg.OpExecutionContext) -> None:
     context.log.info(f"hello from pid {os.getpid()}")
 
 
-@dg.job
+@dg.job(executor_def=dg.in_process_executor)
 def greeting() -> None:
     greet()
 
@@ -30,7 +28,7 @@ def nap() -> None:
         time.sleep(0.05)
 
 
-@dg.job
+@dg.job(executor_def=dg.in_process_executor)
 def napping() -> None:
     nap()
 
