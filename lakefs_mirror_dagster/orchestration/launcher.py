@@ -32,8 +32,9 @@ from dagster._serdes import ConfigurableClass, ConfigurableClassData
 
 __all__ = ["DEFAULT_PRELOAD", "FORK_RUN_LAUNCHER", "RUN_WORKER_PID_TAG", "ForkRunLauncher", "run_worker"]
 
-#: Imported once in the fork server: Dagster's run execution, this module (the workers' entry point) and the code
-#: location with what its ``build_definitions`` imports late (none of them does I/O at import).
+#: Imported once in the fork server: Dagster's run execution, this module (the workers' entry point), the code
+#: location with what its ``build_definitions`` imports late (none of them does I/O at import), and
+#: ``fork_warmup``, which parses botocore's S3 models for every run to come.
 DEFAULT_PRELOAD = (
     "dagster",
     "dagster._cli.api",
@@ -43,6 +44,7 @@ DEFAULT_PRELOAD = (
     "lakefs_mirror_dagster.orchestration.gc_deletions",
     "lakefs_mirror_dagster.orchestration.refs_migration",
     "lakefs_mirror_dagster.orchestration.scrub",
+    "lakefs_mirror_dagster.orchestration.fork_warmup",
 )
 RUN_WORKER_PID_TAG = "lakefs_mirror/run_worker_pid"
 #: ``dagster.yaml``'s ``run_launcher`` section that selects this launcher.
