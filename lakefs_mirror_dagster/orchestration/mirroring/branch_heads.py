@@ -85,9 +85,14 @@ def _mirror_branch(
 ) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
     started = time.monotonic()
     service = replication.service()
+    opened = time.monotonic()
     mirror = replication.active_mirror(mirror_name)
+    found = time.monotonic()
     engine, spark = spark_validator.engine_for(service, mirror, log=context.log.info)
-    context.log.info(f"{mirror.name}/{branch}: {SYNC_STARTED}")
+    context.log.info(
+        f"{mirror.name}/{branch}: {SYNC_STARTED} (set-up: service {opened - started:.2f}s, mirror "
+        f"{found - opened:.2f}s, engine {time.monotonic() - found:.2f}s)"
+    )
     ref = engine.sync_branch(branch)
     context.log.info(
         f"{mirror.name}/{branch}: {ref.action} (source {ref.source_commit}, mirror was {ref.mirror_commit_before})"
