@@ -34,7 +34,8 @@ __all__ = ["DEFAULT_PRELOAD", "FORK_RUN_LAUNCHER", "RUN_WORKER_PID_TAG", "ForkRu
 
 #: Imported once in the fork server: Dagster's run execution, this module (the workers' entry point), the code
 #: location with what its ``build_definitions`` imports late (none of them does I/O at import), and
-#: ``fork_warmup``, which parses botocore's S3 models for every run to come.
+#: ``fork_warmup``, which parses botocore's S3 models for every run to come, and ``lakefs_sdk``, which a run's first
+#: lakeFS client imports (seconds: the largest part of a run's set-up before it was preloaded).
 DEFAULT_PRELOAD = (
     "dagster",
     "dagster._cli.api",
@@ -45,6 +46,7 @@ DEFAULT_PRELOAD = (
     "lakefs_mirror_dagster.orchestration.refs_migration",
     "lakefs_mirror_dagster.orchestration.scrub",
     "lakefs_mirror_dagster.orchestration.fork_warmup",
+    "lakefs_sdk",
 )
 RUN_WORKER_PID_TAG = "lakefs_mirror/run_worker_pid"
 #: ``dagster.yaml``'s ``run_launcher`` section that selects this launcher.
