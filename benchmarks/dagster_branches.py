@@ -8,7 +8,7 @@ launcher (a subprocess per run) until every mirror branch equals its source head
 from the Dagster instance (``lakefs_mirror_devenv.dagster_daemon``, the same code the test uses).
 
     .venv/bin/python benchmarks/dagster_branches.py [--branches 200] [--max-concurrent-runs 4] [--interval 5s]
-        [--timeout 3600] [--json out.json]
+        [--timeout 3600] [--sensor-workers 4] [--launcher fork|default] [--json out.json]
 
 Goals: converged; one run per branch, each branch materialized once for its source head; no duplicate run
 key nor (branch, source commit) requested twice; at least 2 runs in flight at once and never more than the
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _fixtures import MIRROR, REPO_ROOT, SOURCE, _admin, bench_environment, create_mirror, machine_load, service_config
 from lakefs_mirror_devenv.branch_fanout import fan_out_branches
-from lakefs_mirror_devenv.dagster_daemon import Convergence, converge_mirror
+from lakefs_mirror_devenv.dagster_daemon import Convergence, converge_mirror, stage_table
 from lakefs_mirror_devenv.replication_config import config_variant
 
 from lakefs_mirror_dagster.config import load_config, parse_duration
@@ -62,11 +62,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--branches", type=int, default=200)
     parser.add_argument("--max-concurrent-runs", type=int, default=4, help="the run queue's limit (dagster.yaml)")
     parser.add_argument("--interval", default="5s", help="commit_sensor.process_branches_duration (default 5s)")
+    parser.add_argument(
+        "--sensor-workers",
+        type=int,
+        default=4,
+        help="the sensor daemon's threads, and its run-submit threads (dagster.yaml sensors); 0: Dagster's default",
+    )
+    parser.add_argument(
+        "--launcher",
+        choices=("fork", "default"),
+        default="fork",
+        help="fork: runs start as forks of a warm process (ForkRunLauncher); default: Dagster's, a new interpreter",
+    )
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds the daemon may take to converge")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args(argv)
-    if args.branches < 1 or args.max_concurrent_runs < 1 or args.timeout <= 0:
-        parser.error("--branches and --max-concurrent-runs must be >= 1, --timeout > 0")
+    if args.branches < 1 or args.max_concurrent_runs < 1 or args.timeout <= 0 or args.sensor_workers < 0:
+        parser.error("--branches and --max-concurrent-runs must be >= 1, --timeout > 0, --sensor-workers >= 0")
     work = Path(tempfile.mkdtemp(prefix="lakefs-mirror-dagbranches-"))
     with bench_environment() as env:
         region = env.region(SOURCE)
@@ -88,8 +100,11 @@ def main(argv: list[str] | None = None) -> int:
             reconcile_mirrors(service)  # what the manager sensor does before the mirror has assets
         finally:
             service.close()
-        print(f"[daemon] max_concurrent_runs {args.max_concurrent_runs}, sensor every {args.interval}; "
-              f"DAGSTER_HOME {work / 'dagster_home'}", flush=True)  # fmt: skip
+        print(
+            f"[daemon] max_concurrent_runs {args.max_concurrent_runs}, sensor every {args.interval}, "
+            f"sensor workers {args.sensor_workers}, {args.launcher} launcher; DAGSTER_HOME {work / 'dagster_home'}",
+            flush=True,
+        )
         result = converge_mirror(
             work / "dagster_home",
             workspace=REPO_ROOT / "workspace.yaml",
@@ -101,12 +116,18 @@ def main(argv: list[str] | None = None) -> int:
             max_concurrent_runs=args.max_concurrent_runs,
             timeout_s=args.timeout,
             settle_s=2 * parse_duration(args.interval).total_seconds(),
+            sensor_workers=args.sensor_workers or None,
+            fork_runs=args.launcher == "fork",
         )
 
     a = result.audit
     print(f"\n{len(heads)} branches ({args.branches} + main) under dagster-daemon; {machine_load()}")
     print(f"  daemon start -> converged     {result.seconds:8.1f} s")
     print(f"  first run created -> last end {a.seconds:8.1f} s ({a.runs / max(a.seconds, 1e-9) * 60:.1f} runs/min)")
+    print(f"  runs created                  {a.created_per_minute:8.1f} a minute (first to last creation)")
+    print(f"  commit sensor: {a.tick_times.summary()}")
+    print(f"  where a run's time goes (median / max over {len(a.stages)} run(s)):")
+    print("\n".join(stage_table(a.stages)))
     print(f"  sensor ticks {a.ticks}; run requests repeated while that run was queued or running, skipped by key: "
           f"{a.rerequested_in_flight}")  # fmt: skip
     table = goals(result, heads, args.max_concurrent_runs)

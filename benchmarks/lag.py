@@ -15,7 +15,11 @@ commits over the phase of the polling interval, so p50 is not an artefact of the
   lakeFS calls ``serve`` after every commit; the polling interval is 1h, so every figure is the hook's.
 
     .venv/bin/python benchmarks/lag.py [--commits 20] [--interval 5s]
-        [--modes dagster,engine,dagster-hooks,engine-hooks] [--dequeue-interval SECONDS] [--json out.json]
+        [--modes dagster,engine,dagster-hooks,engine-hooks] [--dequeue-interval SECONDS]
+        [--sensor-workers 4] [--sensor-wait 4s] [--launcher fork|default] [--json out.json]
+
+Under Dagster the lag is split into stages read from the event log (the tick that created the run, the queue,
+the run worker's start, the sync) and the commit sensor's tick cadence is printed: where the time goes.
 
 Goals (p50 / p95): polling under Dagster p50 <= 10 s with a 5 s sensor interval; hooks 1 s / 2 s in the engine
 loop and 4 s / 8 s under the Dagster daemon. Exits 1 when a goal is missed or a commit did not reach the mirror
@@ -44,14 +48,24 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lakefs_mirror_devenv import DEFAULT_REGIONS, Environment, environment_up
-from lakefs_mirror_devenv.dagster_daemon import dagster_daemon, wait_runs_finished, write_instance_config
+from lakefs_mirror_devenv.dagster_daemon import (
+    RUN_STAGES,
+    TickTimes,
+    dagster_daemon,
+    run_marks,
+    run_stages,
+    sensor_ticks,
+    stage_table,
+    wait_runs_finished,
+    write_instance_config,
+)
 from lakefs_mirror_devenv.environment import stop_environment
 from lakefs_mirror_devenv.processes import free_port, pid_alive, start_process, stop_pid
 from lakefs_mirror_devenv.replication_config import config_variant
 
 from lakefs_mirror_dagster.config import format_duration, parse_duration
 from lakefs_mirror_dagster.lakefs import LakeFSClient, LakeFSNotFound
-from lakefs_mirror_dagster.orchestration.mirroring import MIRROR_TAG, SOURCE_COMMIT_TAG
+from lakefs_mirror_dagster.orchestration.mirroring import MIRROR_TAG, SOURCE_COMMIT_TAG, commit_sensor_name
 from lakefs_mirror_dagster.replication import ReplicationService, install_hooks
 from lakefs_mirror_dagster.service.hooks import HOOKS_PATH
 
@@ -91,6 +105,7 @@ class ModeResult:
     mode: str
     samples: list[Sample] = field(default_factory=list)
     stages: list[dict[str, float]] = field(default_factory=list)
+    ticks: str = ""
     error: str = ""
 
     @property
@@ -105,10 +120,13 @@ def percentile(values: list[float], p: float) -> float:
 
 
 # ---------------------------------------------------------------------------------------------- setup
-def _write_config(env: Environment, interval: str, *, region: str = MIRROR_REGION, hooks: bool = False) -> Path:
-    """``region``'s replication config with the commit sensor / sync interval under test (and hooks on)."""
+def _write_config(
+    env: Environment, interval: str, *, region: str = MIRROR_REGION, hooks: bool = False, sensor_wait: str = "0s"
+) -> Path:
+    """``region``'s replication config with the commit sensor / sync interval under test (and hooks on, a hooks
+    tick of the commit sensor waiting ``sensor_wait`` for a wake-up)."""
     source = Path(env.state_dir) / f"replication-{region}.yaml"
-    extra = {"hooks": {"enabled": True}} if hooks else {}
+    extra = {"hooks": {"enabled": True, "sensor_wait": sensor_wait}} if hooks else {}
     return config_variant(
         source,
         source.with_name(f"lag-{'hooks-' if hooks else ''}{region}.yaml"),
@@ -118,7 +136,7 @@ def _write_config(env: Environment, interval: str, *, region: str = MIRROR_REGIO
 
 
 @contextmanager
-def _hooks_serving(env: Environment, work: Path) -> Iterator[Path]:
+def _hooks_serving(env: Environment, work: Path, sensor_wait: str) -> Iterator[Path]:
     """``serve`` for the source region with hooks on, the action file committed to the source repository;
     yields the mirror region's config with hooks on and polling every HOOKS_POLLING."""
     source_config = _write_config(env, HOOKS_POLLING, region=SOURCE_REGION, hooks=True)
@@ -128,7 +146,7 @@ def _hooks_serving(env: Environment, work: Path) -> Iterator[Path]:
     with _server(argv, work / "serve.log", {}) as alive:
         _wait_healthy(f"http://127.0.0.1:{port}/_health", alive)
         install_hooks(_client(env, SOURCE_REGION), REPO, f"http://127.0.0.1:{port}{HOOKS_PATH}", with_secret=False)
-        yield _write_config(env, HOOKS_POLLING, hooks=True)
+        yield _write_config(env, HOOKS_POLLING, hooks=True, sensor_wait=sensor_wait)
 
 
 def _wait_healthy(url: str, alive: Callable[[], bool], timeout_s: float = 60.0) -> None:
@@ -250,13 +268,17 @@ def run_dagster(
     work: Path,
     *,
     dequeue_interval: int | None = None,
+    sensor_workers: int = 0,
+    fork_runs: bool = False,
     mode: str = "dagster",
     **kw: Any,
 ) -> ModeResult:
     import dagster as dg
 
     home = work / "dagster_home"
-    write_instance_config(home, dequeue_interval_seconds=dequeue_interval)
+    write_instance_config(
+        home, dequeue_interval_seconds=dequeue_interval, sensor_workers=sensor_workers or None, fork_runs=fork_runs
+    )
     log = work / "dagster-daemon.log"
     print(f"[lag] dagster: dagster-daemon run -w workspace.yaml (DAGSTER_HOME={home}, log {log})", flush=True)
     with (
@@ -267,7 +289,7 @@ def run_dagster(
         # Let the last run finish (it tears Spark down after promoting) before the daemon is stopped.
         if not wait_runs_finished(instance, timeout_s=180.0):
             print("[lag] WARNING: runs still unfinished after 180s; stopping the daemon", flush=True)
-    result.stages = _dagster_stages(home, result.samples)
+    result.stages, result.ticks = _dagster_stages(home, result.samples)
     return result
 
 
@@ -280,60 +302,42 @@ def run_engine(env: Environment, config_path: Path, work: Path, *, mode: str = "
 
 # ---------------------------------------------------------------------------------------------- where the time goes
 STAGES = (
-    ("detect", "commit -> run created by a commit-sensor tick"),
-    ("queue", "run created -> RUN_STARTING (queued run coordinator dequeues and launches it)"),
-    ("launch", "RUN_STARTING -> RUN_START (run worker subprocess: Python, Dagster, definitions)"),
-    ("init", "RUN_START -> STEP_START (resources)"),
-    ("prepare", "STEP_START -> 'source head' log (service, mirror lookup, Spark session start)"),
-    ("validate", "'source head' log -> ranges_validated check (transfer + Spark validation job)"),
-    ("promote", "check -> ASSET_MATERIALIZATION (commit records, ref move)"),
+    ("wait", "commit -> start of the commit-sensor tick that created its run (0 if it began before)"),
+    ("tick", "later of commit and tick start -> run created (hook wait, evaluation, the run's plan and record)"),
+    *RUN_STAGES[:-1],
     ("seen", "materialization -> mirror head seen by the 0.2 s poller"),
-    ("finish", "materialization -> run success (teardown; after the mirror moved, not in the lag)"),
+    RUN_STAGES[-1],
 )
 
 
-def _run_marks(instance: Any, run_id: str) -> dict[str, float]:
-    """First timestamp of each event type of a run, and of the asset's 'source head' log line."""
-    marks: dict[str, float] = {}
-    for entry in instance.all_logs(run_id):
-        event = entry.dagster_event
-        if event is not None:
-            marks.setdefault(event.event_type.name, entry.timestamp)
-        elif "source head" in entry.user_message:
-            marks.setdefault("source_head", entry.timestamp)
-    return marks
-
-
-def _dagster_stages(home: Path, samples: list[Sample]) -> list[dict[str, float]]:
-    """Per measured commit, the stages of its run, from the event log's timestamps."""
+def _dagster_stages(home: Path, samples: list[Sample]) -> tuple[list[dict[str, float]], str]:
+    """Per measured commit, the stages of its run (the event log's timestamps and the tick that created it),
+    and a summary of the commit sensor's ticks."""
     import dagster as dg
 
     by_commit = {s.commit_id: s for s in samples}
     stages: list[dict[str, float]] = []
-    need = ("RUN_STARTING", "RUN_START", "STEP_START", "source_head", "ASSET_CHECK_EVALUATION", "ASSET_MATERIALIZATION")
     with dg.DagsterInstance.from_config(str(home)) as instance:
+        ticks = sensor_ticks(instance, commit_sensor_name(MIRROR))
+        tick_of = {run_id: tick.timestamp for tick in ticks for run_id in tick.run_ids}
         for record in instance.get_run_records(filters=dg.RunsFilter(tags={MIRROR_TAG: MIRROR})):
             sample = by_commit.get(record.dagster_run.tags.get(SOURCE_COMMIT_TAG, ""))
-            marks = _run_marks(instance, record.dagster_run.run_id)
-            if sample is None or sample.mirrored_at is None or not all(k in marks for k in need):
-                continue
             created = record.create_timestamp.timestamp()
-            ended = marks.get("RUN_SUCCESS", marks.get("RUN_FAILURE", math.nan))
+            marks = run_marks(instance, record.dagster_run.run_id)
+            run = run_stages(created, marks)
+            if sample is None or sample.mirrored_at is None or run is None:
+                continue
+            begun = max(tick_of.get(record.dagster_run.run_id, created), sample.committed_at)
             stages.append(
                 {
                     "lag": sample.mirrored_at - sample.committed_at,
-                    "detect": created - sample.committed_at,
-                    "queue": marks["RUN_STARTING"] - created,
-                    "launch": marks["RUN_START"] - marks["RUN_STARTING"],
-                    "init": marks["STEP_START"] - marks["RUN_START"],
-                    "prepare": marks["source_head"] - marks["STEP_START"],
-                    "validate": marks["ASSET_CHECK_EVALUATION"] - marks["source_head"],
-                    "promote": marks["ASSET_MATERIALIZATION"] - marks["ASSET_CHECK_EVALUATION"],
+                    "wait": begun - sample.committed_at,
+                    "tick": created - begun,
+                    **run,
                     "seen": sample.mirrored_at - marks["ASSET_MATERIALIZATION"],
-                    "finish": ended - marks["ASSET_MATERIALIZATION"],
                 }
             )
-    return stages
+    return stages, TickTimes.of(ticks).summary()
 
 
 # ---------------------------------------------------------------------------------------------- report
@@ -380,9 +384,11 @@ def report(results: list[ModeResult], interval: str, commits: int) -> bool:
     for r in results:
         if r.stages:
             print(f"\n[lag] where the time goes under {r.mode} (median / max over {len(r.stages)} run(s)):")
-            for name, what in STAGES:
-                values = [s[name] for s in r.stages]
-                print(f"  {name:9} {statistics.median(values):6.2f}s {max(values):6.2f}s  {what}")
+            print("\n".join(stage_table(r.stages, STAGES)))
+        elif r.mode.startswith("dagster"):
+            print(f"\n[lag] {r.mode}: no run with every stage's event in its log (nothing to split)")
+        if r.ticks:
+            print(f"  commit sensor: {r.ticks}")
     met = all(goals_met(r) for r in results if GOALS[r.mode] != (None, None))
     print(f"\n[lag] goals: {'MET' if met else 'MISSED'}")
     return met
@@ -402,12 +408,37 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         help="seconds between the run queue's dequeues (default: Dagster's own default, 5)",
     )
+    parser.add_argument(
+        "--sensor-workers",
+        type=int,
+        default=4,
+        help="the sensor daemon's threads (dagster.yaml sensors: use_threads, num_workers, num_submit_workers); "
+        "0: Dagster's default, one sensor after another (default 4)",
+    )
+    parser.add_argument(
+        "--sensor-wait",
+        default="4s",
+        help="hooks.sensor_wait of the dagster-hooks mode: how long a tick waits for a hook (default 4s; 0s: off)",
+    )
+    parser.add_argument(
+        "--launcher",
+        choices=("fork", "default"),
+        default="fork",
+        help="fork: runs start as forks of a warm process (ForkRunLauncher); default: Dagster's, a new "
+        "interpreter per run (default fork)",
+    )
     parser.add_argument("--json", type=Path, help="also write every sample and stage here")
     args = parser.parse_args(argv)
     if args.commits < 1 or args.warmup < 0 or args.timeout <= 0:
         parser.error("--commits must be >= 1, --warmup >= 0 and --timeout > 0")
     if args.dequeue_interval is not None and args.dequeue_interval < 1:
         parser.error("--dequeue-interval must be at least 1 (seconds)")
+    if args.sensor_workers < 0:
+        parser.error("--sensor-workers must be >= 0")
+    try:
+        parse_duration(args.sensor_wait)
+    except ValueError as exc:
+        parser.error(f"--sensor-wait: {exc}")
     try:
         args.interval_td = parse_duration(args.interval)
     except ValueError as exc:
@@ -444,11 +475,15 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.ExitStack() as stack:
                 path = config_path
                 if mode.endswith("-hooks"):  # commits need no spreading over a polling phase: 0 to 1 s apart
-                    path = stack.enter_context(_hooks_serving(env, work / mode))
+                    path = stack.enter_context(_hooks_serving(env, work / mode, args.sensor_wait))
                 kw = {**common, "interval_s": 1.0} if mode.endswith("-hooks") else common
                 if mode.startswith("dagster"):
-                    dequeue = args.dequeue_interval
-                    results.append(run_dagster(env, path, work / mode, dequeue_interval=dequeue, mode=mode, **kw))
+                    queue = {
+                        "dequeue_interval": args.dequeue_interval,
+                        "sensor_workers": args.sensor_workers,
+                        "fork_runs": args.launcher == "fork",
+                    }
+                    results.append(run_dagster(env, path, work / mode, mode=mode, **queue, **kw))
                 else:
                     results.append(run_engine(env, path, work / mode, mode=mode, **kw))
             if results[-1].error == INTERRUPTED:

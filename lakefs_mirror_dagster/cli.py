@@ -128,25 +128,13 @@ def _sync(args: argparse.Namespace) -> int:
 
 def _wait_for_pass(service: Any, args: argparse.Namespace, until: float) -> list[Any]:
     """Sleep until ``until`` (monotonic), or with ``hooks.enabled`` until the wake-up queue names refs of this
-    region's mirrors (read every ``hooks.poll_interval``): those mirrors, or [] when the time came."""
-    from .replication import read_woken
+    region's mirrors (``wait_woken``): those mirrors, or [] when the time came."""
+    from .replication import wait_woken
 
-    hooks = service.config.hooks
-    if not hooks.enabled:
+    if not service.config.hooks.enabled:
         time.sleep(max(0.0, until - time.monotonic()))
         return []
-    poll = hooks.poll_interval.total_seconds()
-    for _ in range(int(max(0.0, until - time.monotonic()) / poll) + 2):
-        woken, stray = read_woken(service, name=args.mirror)
-        if stray:
-            service.mirrors.ack_wakeups(stray)
-        if woken:
-            return woken
-        left = until - time.monotonic()
-        if left <= 0:
-            break
-        time.sleep(min(poll, left))
-    return []
+    return wait_woken(service, until, name=args.mirror)
 
 
 def format_sync_result(result: Any) -> str:

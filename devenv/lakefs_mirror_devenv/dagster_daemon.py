@@ -9,6 +9,9 @@ tell how many runs there were, how many ran at once, and whether any was request
 
 from __future__ import annotations
 
+import itertools
+import math
+import statistics
 import sys
 import time
 from collections import Counter
@@ -28,24 +31,50 @@ if TYPE_CHECKING:
     from lakefs_mirror_dagster.lakefs import LakeFSClient
 
 __all__ = [
+    "RUN_STAGES",
     "Convergence",
     "RunsAudit",
+    "TickTimes",
     "audit_runs",
     "converge_mirror",
     "dagster_daemon",
     "max_overlap",
+    "run_marks",
+    "run_stages",
+    "sensor_ticks",
+    "stage_table",
     "wait_runs_finished",
     "write_instance_config",
 ]
 
 RUN_KEY_TAG = "dagster/run_key"  # dagster._core.storage.tags.RUN_KEY_TAG
+#: The run worker's first engine event (Dagster's, whichever launcher started it), once its process is up.
+PROCESS_STARTED = "Started process for run"
+#: A branch run's stages, read from its record and event log: (name, from -> to).
+RUN_STAGES = (
+    ("queue", "run created -> RUN_STARTING (queued run coordinator dequeues it, the launch begins)"),
+    ("process", "RUN_STARTING -> 'Started process' (the run worker starts: a new Python importing Dagster, or a fork)"),
+    ("load", "'Started process' -> RUN_START (run worker loads the definitions)"),
+    ("init", "RUN_START -> STEP_START (resources)"),
+    ("prepare", "STEP_START -> 'sync started' log (service, mirror lookup, engine)"),
+    ("sync", "'sync started' log -> ranges_validated check (plan, transfer, validation)"),
+    ("promote", "check -> ASSET_MATERIALIZATION (commit records, ref move)"),
+    ("finish", "materialization -> run success (teardown; after the mirror moved)"),
+)
 
 
 def write_instance_config(
-    home: Path, *, max_concurrent_runs: int | None = None, dequeue_interval_seconds: int | None = None
+    home: Path,
+    *,
+    max_concurrent_runs: int | None = None,
+    dequeue_interval_seconds: int | None = None,
+    sensor_workers: int | None = None,
+    fork_runs: bool = False,
 ) -> Path:
     """``home/dagster.yaml``: telemetry off and, when either is given, the run queue's settings (with
-    ``max_concurrent_runs``, as many dequeue threads: launches in parallel)."""
+    ``max_concurrent_runs``, as many dequeue threads: launches in parallel); with ``sensor_workers``, the sensor
+    daemon evaluates sensors on that many threads and submits a tick's runs on as many; with ``fork_runs``,
+    runs start as forks of a warm process (``orchestration/launcher.py``), not new interpreters."""
     home.mkdir(parents=True, exist_ok=True)
     config: dict[str, Any] = {"telemetry": {"enabled": False}}
     queue: dict[str, int | bool] = {}
@@ -69,6 +98,14 @@ def write_instance_config(
             "class": "QueuedRunCoordinator",
             "config": queue,
         }
+    if sensor_workers:
+        # A tick's runs are created one after another without submit workers (each asks the code server for
+        # the run's plan); without threads, one sensor's tick (hooks.sensor_wait) holds up every other sensor.
+        config["sensors"] = {"use_threads": True, "num_workers": sensor_workers, "num_submit_workers": sensor_workers}
+    if fork_runs:
+        from lakefs_mirror_dagster.orchestration.launcher import FORK_RUN_LAUNCHER
+
+        config["run_launcher"] = dict(FORK_RUN_LAUNCHER)
     path = home / "dagster.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
@@ -154,12 +191,47 @@ class RunsAudit:
     materialized: Counter[str] = field(default_factory=Counter)
     materialized_commits: dict[str, str] = field(default_factory=dict)
     first_created: float = 0.0
+    last_created: float = 0.0
     last_ended: float = 0.0
+    #: When the commit sensor's ticks started and how long each took (run creation included).
+    tick_times: TickTimes = field(default_factory=lambda: TickTimes([], []))
+    #: ``run_stages`` of each run that succeeded.
+    stages: list[dict[str, float]] = field(default_factory=list)
 
     @property
     def seconds(self) -> float:
         """From the first run's creation to the last run's end."""
         return max(0.0, self.last_ended - self.first_created)
+
+    @property
+    def created_per_minute(self) -> float:
+        """Runs the sensor daemon created per minute, from the first run's creation to the last's."""
+        span = self.last_created - self.first_created
+        return self.runs / span * 60 if span > 0 else math.nan
+
+
+@dataclass
+class TickTimes:
+    """A sensor's ticks: when each started, and how long each took (evaluation and run creation)."""
+
+    starts: list[float]
+    durations: list[float]
+
+    @classmethod
+    def of(cls, ticks: list[Any]) -> TickTimes:
+        """From ``sensor_ticks``' answer (a tick still running has no duration)."""
+        return cls([t.timestamp for t in ticks], [t.end_timestamp - t.timestamp for t in ticks if t.end_timestamp])
+
+    def summary(self) -> str:
+        """``N ticks, every M s (median; max X s), each taking M s (median; max X s)``."""
+        if not self.starts:
+            return "no tick"
+        gaps = [b - a for a, b in itertools.pairwise(sorted(self.starts))] or [math.nan]
+        took = self.durations or [math.nan]
+        return (
+            f"{len(self.starts)} ticks, one every {statistics.median(gaps):.1f} s (median; max {max(gaps):.1f} s), "
+            f"each taking {statistics.median(took):.1f} s (median; max {max(took):.1f} s)"
+        )
 
 
 def audit_runs(instance: dg.DagsterInstance, mirror: str, sensor_name: str) -> RunsAudit:
@@ -187,10 +259,16 @@ def audit_runs(instance: dg.DagsterInstance, mirror: str, sensor_name: str) -> R
     audit.max_parallel = max_overlap([(r.start_time, r.end_time or now) for r in records if r.start_time])
     if records:
         audit.first_created = min(r.create_timestamp.timestamp() for r in records)
+        audit.last_created = max(r.create_timestamp.timestamp() for r in records)
         audit.last_ended = max(r.end_time or now for r in records)
     # A run is open from its creation to its end: a tick asking for its key meanwhile must not get a new run.
     by_key = {r.dagster_run.tags.get(RUN_KEY_TAG, ""): r for r in records}
-    for tick in _ticks(instance, sensor_name):
+    ticks = sensor_ticks(instance, sensor_name)
+    audit.tick_times = TickTimes.of(ticks)
+    for record in records:
+        stages = run_stages(record.create_timestamp.timestamp(), run_marks(instance, record.dagster_run.run_id))
+        audit.stages += [stages] if stages is not None else []
+    for tick in ticks:
         audit.ticks += 1
         for key in tick.run_keys:
             run = by_key.get(key)
@@ -204,7 +282,9 @@ def audit_runs(instance: dg.DagsterInstance, mirror: str, sensor_name: str) -> R
     return audit
 
 
-def _ticks(instance: dg.DagsterInstance, sensor_name: str) -> list[Any]:
+def sensor_ticks(instance: dg.DagsterInstance, sensor_name: str) -> list[Any]:
+    """Every stored tick of the sensor ``sensor_name`` (Dagster's ``InstigatorTick``: ``timestamp``,
+    ``end_timestamp``, ``run_ids``, ``run_keys``)."""
     from dagster._core.scheduler.instigation import InstigatorType
 
     states = instance.all_instigator_state(instigator_type=InstigatorType.SENSOR)
@@ -214,6 +294,51 @@ def _ticks(instance: dg.DagsterInstance, sensor_name: str) -> list[Any]:
         if state.instigator_name == sensor_name
         for tick in instance.get_ticks(state.instigator_origin_id, state.selector_id)
     ]
+
+
+def run_marks(instance: dg.DagsterInstance, run_id: str) -> dict[str, float]:
+    """First timestamp of each event type of a run, of its worker's 'Started process' engine event
+    (``process``) and of the branch asset's ``SYNC_STARTED`` log line (``sync_started``)."""
+    from lakefs_mirror_dagster.orchestration.mirroring import SYNC_STARTED
+
+    marks: dict[str, float] = {}
+    for entry in instance.all_logs(run_id):
+        event = entry.dagster_event
+        if event is not None:
+            marks.setdefault(event.event_type.name, entry.timestamp)
+            if PROCESS_STARTED in (event.message or ""):
+                marks.setdefault("process", entry.timestamp)
+        elif SYNC_STARTED in entry.user_message:
+            marks.setdefault("sync_started", entry.timestamp)
+    return marks
+
+
+def run_stages(created: float, marks: dict[str, float]) -> dict[str, float] | None:
+    """Seconds of each of ``RUN_STAGES`` for a run created at ``created``; None when a mark is missing (a run
+    that failed, or is still in flight)."""
+    need = ("RUN_STARTING", "process", "RUN_START", "STEP_START", "sync_started", "ASSET_CHECK_EVALUATION")
+    if not all(k in marks for k in (*need, "ASSET_MATERIALIZATION", "RUN_SUCCESS")):
+        return None
+    return {
+        "queue": marks["RUN_STARTING"] - created,
+        "process": marks["process"] - marks["RUN_STARTING"],
+        "load": marks["RUN_START"] - marks["process"],
+        "init": marks["STEP_START"] - marks["RUN_START"],
+        "prepare": marks["sync_started"] - marks["STEP_START"],
+        "sync": marks["ASSET_CHECK_EVALUATION"] - marks["sync_started"],
+        "promote": marks["ASSET_MATERIALIZATION"] - marks["ASSET_CHECK_EVALUATION"],
+        "finish": marks["RUN_SUCCESS"] - marks["ASSET_MATERIALIZATION"],
+    }
+
+
+def stage_table(stages: list[dict[str, float]], names: tuple[tuple[str, str], ...] = RUN_STAGES) -> list[str]:
+    """One line per stage: its median and max over ``stages`` and what it spans."""
+    lines = []
+    for name, what in names:
+        values = [s[name] for s in stages if name in s]
+        if values:
+            lines.append(f"  {name:9} {statistics.median(values):6.2f}s {max(values):6.2f}s  {what}")
+    return lines
 
 
 @dataclass
@@ -241,6 +366,8 @@ def converge_mirror(
     timeout_s: float,
     settle_s: float = 0.0,
     dequeue_interval_seconds: int = 1,
+    sensor_workers: int | None = None,
+    fork_runs: bool = False,
 ) -> Convergence:
     """Run the daemon on ``home`` (an active ``mirror`` in ``replication_config``'s mirrors database) until the
     mirror's branch heads equal the source's and no run is queued or in flight, then ``settle_s`` more (sensor
@@ -250,7 +377,11 @@ def converge_mirror(
     from lakefs_mirror_dagster.orchestration.mirroring import commit_sensor_name
 
     write_instance_config(
-        home, max_concurrent_runs=max_concurrent_runs, dequeue_interval_seconds=dequeue_interval_seconds
+        home,
+        max_concurrent_runs=max_concurrent_runs,
+        dequeue_interval_seconds=dequeue_interval_seconds,
+        sensor_workers=sensor_workers,
+        fork_runs=fork_runs,
     )
     lagging: list[str] = []
     converged = False

@@ -18,6 +18,7 @@ from .values import (
     Secret,
     _at_least,
     _between,
+    _duration_within,
     _meta,
     _nonempty,
     _positive_duration,
@@ -185,12 +186,18 @@ class HooksConfig:
     branch and tag creation and deletion) and queues a wake-up per ref in the mirrors database; ``sync`` reads its
     region's queue every ``poll_interval`` between its full passes and syncs the named refs at once, and the Dagster
     hooks sensor requests their runs. ``secret``: when set, a hook must send it (header ``X-Lakefs-Mirror-Secret``
-    or query parameter ``secret``); without it the endpoint answers 401."""
+    or query parameter ``secret``); without it the endpoint answers 401. ``sensor_wait``: how long a tick of the
+    Dagster commit sensor keeps reading the queue (every ``poll_interval``) before it gives up, since Dagster's
+    sensor daemon starts ticks at most every 5 s whatever the sensor's interval; 0 reads it once."""
 
     enabled: bool = False
     secret: Secret = field(default_factory=Secret)
     poll_interval: timedelta = field(
         default=timedelta(milliseconds=200), metadata=_meta(_at_least(timedelta(milliseconds=50)))
+    )
+    sensor_wait: timedelta = field(
+        default=timedelta(0),
+        metadata=_meta(_duration_within(timedelta(0), timedelta(seconds=30), "a sensor tick times out at 60 s")),
     )
 
 

@@ -214,6 +214,18 @@ def _at_least(minimum: int | timedelta) -> _Check:
     return check
 
 
+def _duration_within(low: timedelta, high: timedelta, why: str) -> _Check:
+    def check(value: timedelta) -> timedelta:
+        if not low <= value <= high:
+            raise ValueError(
+                f"must be between {format_duration(low)} and {format_duration(high)} ({why}), "
+                f"got {format_duration(value)}"
+            )
+        return value
+
+    return check
+
+
 def _positive_duration(value: timedelta) -> timedelta:
     if value <= timedelta(0):
         raise ValueError(f"must be a positive duration, got {format_duration(value)}")

@@ -7,6 +7,7 @@ region computes its own and compares. The key itself, or an unkeyed hash of it, 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 from dataclasses import dataclass
@@ -45,6 +46,12 @@ class Organization:
         return hmac.compare_digest(self.key_fingerprint, fingerprint)
 
 
+def _organization(conn: Connection, *, organization_id: str) -> Organization | None:
+    row = conn.execute(select(organizations).where(organizations.c.organization_id == organization_id)).mappings()
+    found = row.one_or_none()
+    return None if found is None else Organization(**found)
+
+
 class OrganizationRecords(Transactions):
     """The ``organizations`` table."""
 
@@ -53,6 +60,9 @@ class OrganizationRecords(Transactions):
         as it is now (the first claimant's). Safe when regions start at once: insert-if-absent and the
         read run in one transaction, so every caller sees the one row that won."""
         check(PLAIN_ID, "organization_id", organization_id)
+        recorded = self._run(functools.partial(_organization, organization_id=organization_id), write=False)
+        if recorded is not None:  # the usual case: no write transaction (every run and sensor tick claims)
+            return recorded
         row = {
             "organization_id": organization_id,
             "key_fingerprint": fingerprint,
@@ -62,12 +72,9 @@ class OrganizationRecords(Transactions):
 
         def op(conn: Connection) -> Organization:
             conn.execute(self._insert(organizations).values(**row).on_conflict_do_nothing())
-            found = (
-                conn.execute(select(organizations).where(organizations.c.organization_id == organization_id))
-                .mappings()
-                .one()
-            )
-            return Organization(**found)
+            found = _organization(conn, organization_id=organization_id)
+            assert found is not None  # inserted, or there already, in this transaction
+            return found
 
         return self._run(op)
 

@@ -23,7 +23,7 @@ from .branches import BranchRecords
 from .engine import make_engine
 from .gc_marks import GcMarks
 from .in_flight import InFlightRecords
-from .migrations import upgrade_schema
+from .migrations import schema_is_current, upgrade_schema
 from .organizations import OrganizationRecords
 from .records import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MirrorRecords
 from .validated import ValidatedRangesCache
@@ -70,9 +70,11 @@ class MirrorStore(
         """Create missing tables; safe when several processes start at once.
 
         PostgreSQL: under a transaction-scoped advisory lock (concurrent ``CREATE TABLE`` would otherwise
-        race on the catalog). SQLite: inside ``BEGIN IMMEDIATE``, which serialises writers anyway.
+        race on the catalog). SQLite: inside ``BEGIN IMMEDIATE``, which serialises writers anyway. Neither
+        when a read finds nothing missing (``schema_is_current``): every run and sensor tick opens the store.
         """
-        self._run(functools.partial(upgrade_schema, dialect=self.dialect))
+        if not self._run(schema_is_current, write=False):
+            self._run(functools.partial(upgrade_schema, dialect=self.dialect))
 
     def close(self) -> None:
         """Release pooled connections (call before forking, and when done)."""

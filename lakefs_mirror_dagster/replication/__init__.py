@@ -13,7 +13,7 @@ from .engine import (
 )
 from .gc_deletions import GcResult, GcSettings, mirror_gc_deletions, run_gc_deletions
 from .hook_action import ACTION_PATH, install_hooks
-from .hooks import HOOK_EVENTS, HookEvent, WokenMirror, queue_hook_event, read_woken, sync_woken
+from .hooks import HOOK_EVENTS, HookEvent, WokenMirror, queue_hook_event, read_woken, sync_woken, wait_woken
 from .in_flight import BranchProgress, branch_progress, in_flight_line
 from .plugs import RefGate
 from .range_changes import RangeChanges, RangeReads, range_changes
@@ -79,4 +79,5 @@ __all__ = [
     "sync_woken",
     "transfer_range",
     "validate_range",
+    "wait_woken",
 ]

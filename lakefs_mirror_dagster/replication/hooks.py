@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -27,6 +28,7 @@ __all__ = [
     "queue_hook_event",
     "read_woken",
     "sync_woken",
+    "wait_woken",
 ]
 
 log = logging.getLogger(__name__)
@@ -126,6 +128,24 @@ def read_woken(service: ReplicationService, *, name: str | None = None) -> tuple
         elif wake.ref not in entry.branches:
             entry.branches.append(wake.ref)
     return list(woken.values()), stray
+
+
+def wait_woken(service: ReplicationService, until: float, *, name: str | None = None) -> list[WokenMirror]:
+    """Read the wake-up queue every ``hooks.poll_interval`` until it names refs of this region's mirrors (only
+    the one called ``name``, if given) or ``until`` (``time.monotonic()``) comes: those mirrors, or [] then.
+    Wake-ups of mirrors that no longer exist are acknowledged on the way. One read even when ``until`` has passed."""
+    poll = service.config.hooks.poll_interval.total_seconds()
+    for _ in range(int(max(0.0, until - time.monotonic()) / poll) + 2):
+        woken, stray = read_woken(service, name=name)
+        if stray:
+            service.mirrors.ack_wakeups(stray)
+        if woken:
+            return woken
+        left = until - time.monotonic()
+        if left <= 0:
+            break
+        time.sleep(min(poll, left))
+    return []
 
 
 def sync_woken(

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import boto3
 import botocore.config
+import botocore.loaders
 import botocore.session
 
 from .base import Blockstore
@@ -34,6 +35,8 @@ __all__ = [
     "MIN_PART_SIZE",
     "MiB",
     "S3Connection",
+    "botocore_session",
+    "warm_s3_models",
 ]
 
 MiB = 1024 * 1024
@@ -43,6 +46,28 @@ MIN_PART_SIZE = S3_MIN_PART_SIZE
 MAX_PARTS = 10_000
 DEFAULT_MULTIPART_THRESHOLD = 16 * MiB
 DEFAULT_MULTIPART_CHUNK_SIZE = 8 * MiB
+
+
+_LOADER: botocore.loaders.Loader | None = None
+_LOADER_LOCK = threading.Lock()
+
+
+def botocore_session(profile: str | None = None) -> botocore.session.Session:
+    """A new botocore session sharing this process's one data loader: botocore parses its endpoint and S3
+    models (JSON, about a CPU second) once per loader, and every Dagster run and sync builds its stores anew."""
+    global _LOADER
+    core = botocore.session.Session(profile=profile)
+    with _LOADER_LOCK:
+        if _LOADER is None:
+            _LOADER = botocore.loaders.create_loader(core.get_config_variable("data_path"))
+    core.register_component("data_loader", _LOADER)
+    return core
+
+
+def warm_s3_models() -> None:
+    """Parse what building an S3 client reads (no request is sent), so processes forked afterwards
+    (``orchestration/launcher.py``) start with it parsed."""
+    botocore_session().create_client("s3", region_name="us-east-1", endpoint_url="http://127.0.0.1:9")
 
 
 def _normalise_endpoint(endpoint: str | None, region: str | None) -> str:
@@ -135,7 +160,7 @@ class S3Connection(Blockstore):
             self._sse["ServerSideEncryption"] = server_side_encryption
         if sse_kms_key_id:
             self._sse["SSEKMSKeyId"] = sse_kms_key_id
-        core = botocore.session.Session(profile=profile or None)
+        core = botocore_session(profile or None)
         if credentials_file:
             core.set_config_variable("credentials_file", os.path.expanduser(credentials_file))
         session = boto3.session.Session(

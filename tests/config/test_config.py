@@ -725,6 +725,7 @@ def test_unknown_key_without_close_match_lists_valid_keys() -> None:
             "without a path",
         ),
         ({"hooks": {"poll_interval": "10ms"}}, "hooks.poll_interval", "at least 50ms"),
+        ({"hooks": {"sensor_wait": "1m"}}, "hooks.sensor_wait", "between 0s and 30s"),
         ({"logging": {"format": "xml"}}, "logging.format", "text, json"),
         ({"transfer": {"mode": "mirror"}}, "transfer.mode", "copy, external"),
         ({"transfer": {"multipart_chunk_size": "4MiB"}}, "transfer.multipart_chunk_size", "5 MiB"),

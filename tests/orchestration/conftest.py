@@ -40,10 +40,11 @@ class MirrorCase:
     config: ReplicationConfig
     config_path: Path
 
-    def definitions(self, **kwargs: object) -> dg.Definitions:
-        """This mirror's definitions, as the code location builds them (no code-location reloads)."""
+    def definitions(self, *, config: ReplicationConfig | None = None, **kwargs: object) -> dg.Definitions:
+        """This mirror's definitions, as the code location builds them (no code-location reloads), from
+        ``config`` if given (the runs' resource still reads ``config_path``)."""
         return build_definitions(
-            [self.mirror.name], config=self.config, config_path=str(self.config_path), reload=None, **kwargs
+            [self.mirror.name], config=config or self.config, config_path=str(self.config_path), reload=None, **kwargs
         )
 
     def commit(self, branch: str, files: dict[str, int], message: str) -> str:

@@ -1,7 +1,8 @@
 """A mirror of a repository with many branches converges under the real Dagster daemon, runs in parallel.
 
-``dagster-daemon run -w workspace.yaml`` with a queued run coordinator capped at ``MAX_CONCURRENT_RUNS`` and
-the default run launcher (each run in its own subprocess) is all that runs: the commit sensor requests a run
+``dagster-daemon run -w workspace.yaml`` with the settings README's "With Dagster" recommends (a queued run
+coordinator capped at ``MAX_CONCURRENT_RUNS``, the sensor daemon on threads submitting a tick's runs in parallel,
+and ``ForkRunLauncher``: each run a fork of a warm process) is all that runs: the commit sensor requests a run
 per branch, the queue launches them. Every branch must be materialized exactly once, for its source head; no
 two runs may carry the same run key or be requested for the same branch and source commit, even though the
 sensor keeps ticking (every 2 s) while runs are queued and in flight. ``benchmarks/dagster_branches.py`` runs
@@ -67,6 +68,8 @@ def test_many_branches_converge_under_the_daemon_with_runs_in_parallel_and_no_du
         max_concurrent_runs=MAX_CONCURRENT_RUNS,
         timeout_s=TIMEOUT_S,
         settle_s=5.0,
+        sensor_workers=MAX_CONCURRENT_RUNS,
+        fork_runs=True,
     )
 
     audit = result.audit

@@ -1,8 +1,13 @@
 """Under Dagster with ``hooks.enabled``: the commit sensor ticks every second, a tick without a queued hook reads
 the queue only and requests nothing, a hook's wake-up gets its ref a run at once with the same run key a full
-scan gives (one sensor, so never a second run), and the full scan still runs at its own interval."""
+scan gives (one sensor, so never a second run), and the full scan still runs at its own interval. With
+``hooks.sensor_wait`` a tick that finds the queue empty waits for a hook that comes while it runs."""
 
 from __future__ import annotations
+
+import dataclasses
+import threading
+from datetime import timedelta
 
 import dagster as dg
 import pytest
@@ -46,3 +51,17 @@ def test_hook_wakeups_get_runs_within_a_tick_and_polling_stays_the_fallback(
     assert keys[1].startswith(f"{mirror.name}/tags/"), keys
     assert dst_svc.mirrors.wakeups("region-b") == []  # acknowledged
     assert not _tick(defs, sensor_name, instance, cursor).run_requests
+
+    # hooks.sensor_wait: a tick that found nothing keeps reading the queue, so a hook queued while it runs (here
+    # 3 s in; the tick would wait up to 30 s) gets its run from that tick, not from one 5 s later.
+    third = case.commit("main", {"tables/t/part-2.parquet": 100}, "third")
+    hooks = dataclasses.replace(case.config.hooks, sensor_wait=timedelta(seconds=30))
+    waiting = case.definitions(config=dataclasses.replace(case.config, hooks=hooks))
+    later = threading.Timer(3.0, queue_hook_event, (src_svc, HookEvent("post-commit", repo, branch_id="main")))
+    later.start()
+    try:
+        caught = _tick(waiting, sensor_name, instance, cursor)
+    finally:
+        later.join()
+    assert [r.run_key for r in caught.run_requests or []] == [run_key(mirror.name, "main", third, None)]
+    assert dst_svc.mirrors.wakeups("region-b") == []

@@ -4,6 +4,7 @@ and retires mirrors."""
 
 from .branch_heads import (
     ASSET_PREFIX,
+    SYNC_STARTED,
     branch_partitions,
     branch_partitions_name,
     build_branch_heads_asset,
@@ -29,6 +30,7 @@ __all__ = [
     "MANAGER_SENSOR_NAME",
     "MIRROR_TAG",
     "SOURCE_COMMIT_TAG",
+    "SYNC_STARTED",
     "BranchScan",
     "ManagerReport",
     "SparkValidatorResource",

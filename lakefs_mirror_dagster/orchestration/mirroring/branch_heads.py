@@ -21,6 +21,7 @@ from .spark import SparkValidatorResource
 
 __all__ = [
     "ASSET_PREFIX",
+    "SYNC_STARTED",
     "branch_partitions",
     "branch_partitions_name",
     "build_branch_heads_asset",
@@ -35,6 +36,9 @@ META_MIRROR_COMMIT = "mirror_commit_id"
 META_PREVIOUS = "previous_mirror_commit_id"
 META_COMMIT_TIME = "commit_time"
 META_LAG = "lag_seconds"
+#: The run's log line once the run is set up (service, mirror, engine) and the branch's sync begins:
+#: ``benchmarks/lag.py`` splits a run's time at it.
+SYNC_STARTED = "sync started"
 
 
 def mirror_asset_key(mirror: str) -> dg.AssetKey:
@@ -81,8 +85,14 @@ def _mirror_branch(
 ) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
     started = time.monotonic()
     service = replication.service()
+    opened = time.monotonic()
     mirror = replication.active_mirror(mirror_name)
+    found = time.monotonic()
     engine, spark = spark_validator.engine_for(service, mirror, log=context.log.info)
+    context.log.info(
+        f"{mirror.name}/{branch}: {SYNC_STARTED} (set-up: service {opened - started:.2f}s, mirror "
+        f"{found - opened:.2f}s, engine {time.monotonic() - found:.2f}s)"
+    )
     ref = engine.sync_branch(branch)
     context.log.info(
         f"{mirror.name}/{branch}: {ref.action} (source {ref.source_commit}, mirror was {ref.mirror_commit_before})"

@@ -12,7 +12,7 @@ of that head so far: each retry is a new key, and the same retry is never reques
 Tags are compared as a whole set each tick: when they differ, one run of the mirror's ``tags`` asset is
 requested, keyed ``<mirror>/tags/<source digest>@<mirror digest>``.
 With ``hooks.enabled`` the sensor also ticks every second between its scans, for the refs lakeFS hooks queued
-(``replication/hooks.py``), with the same keys.
+(``replication/hooks.py``), with the same keys; with ``hooks.sensor_wait`` such a tick waits that long for one.
 """
 
 import datetime as dt
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import dagster as dg
 
 from ...mirrors import Mirror, MirrorBranch, MirrorState
-from ...replication import ReplicationService, WokenMirror, pending_block, read_woken
+from ...replication import ReplicationService, WokenMirror, pending_block, read_woken, wait_woken
 from ...replication.heads import branch_head, branch_heads, tag_commits
 from ..resources import ReplicationResource
 from .branch_heads import branch_partitions, branch_partitions_name, mirror_asset_key
@@ -216,6 +216,7 @@ def build_commit_sensor(
     budget_seconds: float = TICK_BUDGET_SECONDS,
     max_behind_seconds: float | None = None,
     hooks_interval_seconds: int | None = None,
+    hooks_wait_seconds: float = 0.0,
 ) -> dg.SensorDefinition:
     """The commit sensor of one mirror, running by default so a new mirror replicates without a click. With
     ``max_behind_seconds``, each tick also evaluates the mirror's ``fresh`` check (``freshness.py``).
@@ -223,7 +224,9 @@ def build_commit_sensor(
     With ``hooks_interval_seconds`` (``hooks.enabled``), it ticks that often: a tick reads the wake-up queue
     lakeFS hooks fill (one query) and requests runs for the refs it names, and only every ``interval_seconds``
     (or while a full scan is unfinished) it scans every branch as without hooks. Both use the same run keys in
-    the same sensor, so a change a hook and a scan both see gets one run."""
+    the same sensor, so a change a hook and a scan both see gets one run. With ``hooks_wait_seconds``
+    (``hooks.sensor_wait``), a hooks tick that finds the queue empty keeps reading it that long: Dagster's sensor
+    daemon starts a tick at most every 5 s, so without it a hook waits 2.5 s on average for the next tick."""
     partitions = branch_partitions(mirror)
 
     @dg.sensor(
@@ -238,9 +241,10 @@ def build_commit_sensor(
         state = json.loads(context.cursor) if context.cursor else {}
         woken: list[WokenMirror] = []
         if hooks_interval_seconds is not None:
-            woken, _ = read_woken(service, name=mirror)
             if time.time() - state.get("full_at", 0.0) < interval_seconds:
+                woken = wait_woken(service, time.monotonic() + hooks_wait_seconds, name=mirror)
                 return _woken_result(context, service, woken, partitions, tags_target is not None)
+            woken, _ = read_woken(service, name=mirror)
         found = next(service.my_mirrors(name=mirror), None)
         if found is None or found.state != MirrorState.ACTIVE:
             state = "gone" if found is None else found.state.value

@@ -43,6 +43,7 @@ def mirroring_definitions(
             interval_seconds=_seconds(commit_interval, 60),
             max_behind_seconds=max_behind,
             hooks_interval_seconds=_seconds(config.hooks.poll_interval, 1) if config and config.hooks.enabled else None,
+            hooks_wait_seconds=config.hooks.sensor_wait.total_seconds() if config else 0.0,
         )
         for name, branches, tags in zip(names, branch_assets, tag_assets, strict=True)
     ]
