@@ -82,17 +82,19 @@ def measure(
     placements: list[str],
     *,
     method: str | None = None,
+    source: str = "api",
     after_backfill: Callable[[fx.BuiltRepository, Path, str], Any] | None = None,
 ) -> Measured:
     """Build a repository of ``objects`` objects (``method``, see ``fx.build_repository``), backfill a mirror of
-    it in a child process, call ``after_backfill(built, mirror config, mirror)``, then time ``repeat`` one-object
-    commits per placement."""
+    it in a child process reading the source through lakeFS (``source="api"``) or straight from MinIO
+    (``direct``), call ``after_backfill(built, mirror config, mirror)``, then time ``repeat`` one-object commits
+    per placement."""
     print(f"\n=== repository of {objects:,} objects ({fx.machine_load()})", flush=True)
     built = fx.build_repository(
         env, fx.SOURCE, objects=objects, object_size=object_size, threads=threads, method=method
     )
     mirror = fx.create_mirror(env, built.name)
-    config = fx.service_config(env, fx.MIRROR)
+    config = fx.service_config(env, fx.MIRROR, direct_source=fx.SOURCE if source == "direct" else None)
     backfill = fx.sync_in_child(config, mirror)
     if backfill.result["objects_copied"] != objects:
         raise RuntimeError(f"backfill copied {backfill.result['objects_copied']} objects, expected {objects}")

@@ -3,8 +3,10 @@
 1. Builds ``--objects`` (default 1,000,000) objects of 1 KiB in region-a with the ranges builder
    (``_ranges_build.py``: objects, range files and metarange written straight into MinIO, one commit record)
    and prints its rate.
-2. Backfills a mirror of it in region-c (other MinIO) in a child process: time, objects/s, peak RSS (goal
-   <= 1 GB) and the split of the pass by stage (plan, range reads, transfer, validation, promotion).
+2. Backfills a mirror of it in region-c (other MinIO) in a child process, reading the source through lakeFS
+   (``--source api``, the default) or straight from its MinIO (``direct``, ``source_stores``): time,
+   objects/s, peak RSS (goal <= 1 GB) and the split of the pass by stage (plan, range reads, transfer,
+   validation, promotion).
 3. Validates every range of that commit at the mirror with ``SparkRangeValidator`` on ``local[2]`` (goal
    <= 60 s, second call: the first also starts Spark's Python workers) and with the in-process validator.
 4. Adds one object between existing keys (lakeFS rewrites that range) and times the sync pass that mirrors
@@ -12,7 +14,7 @@
    <= 1.5). The steps are ``incremental.py``'s.
 
     .venv/bin/python benchmarks/million.py [--objects 1000000] [--small 1000] [--object-size 1024]
-        [--build ranges|links] [--spark-partitions 3] [--validator-workers 3]
+        [--build ranges|links] [--source api|direct] [--spark-partitions 3] [--validator-workers 3]
 
 Try ``--objects 50000`` first. A million objects need about 3 GB free in each MinIO's data directory (the
 temp dir) and, on a quiet 2-core machine, tens of minutes.
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -40,7 +43,7 @@ def _verdict(ok: bool) -> str:
     return "meets" if ok else "misses"
 
 
-def report(large: incremental.Measured, small: incremental.Measured) -> None:
+def report(large: incremental.Measured, small: incremental.Measured, source: str) -> None:
     """The figures next to their goals."""
     built, checked = large.build, large.after_backfill
     assert built is not None and isinstance(checked, fx.MirrorValidation)
@@ -48,7 +51,7 @@ def report(large: incremental.Measured, small: incremental.Measured) -> None:
     print(f"\n{n:,} objects of {built.object_size:,} B ({fx.machine_load()})")
     print(f"  build ({built.method}):     {built.seconds:8.1f} s  {n / built.seconds:10,.0f} objects/s")
     print(
-        f"  backfill:            {large.backfill_seconds:8.1f} s  {n / large.backfill_seconds:10,.0f} objects/s, "
+        f"  backfill ({source}):      {large.backfill_seconds:8.1f} s  {n / large.backfill_seconds:10,.0f} objects/s, "
         f"peak RSS {large.backfill_peak_rss / MiB:,.0f} MiB ({_verdict(large.backfill_peak_rss <= RSS_GOAL)} goal "
         f"<= 1 GB), {large.ranges} ranges"
     )
@@ -81,6 +84,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=16, help="threads of the links builder")
     parser.add_argument("--spark-partitions", type=int, default=3, help="as validator.num_workers on Dagster")
     parser.add_argument("--validator-workers", type=int, default=3, help="threads of the in-process validator")
+    parser.add_argument(
+        "--source", choices=["api", "direct"], default="api", help="read the source through lakeFS or from MinIO"
+    )
     fx.add_build_argument(parser)
     args = parser.parse_args()
     if min(args.objects, args.small, args.object_size, args.threads, args.spark_partitions) < 1:
@@ -100,11 +106,16 @@ def main() -> None:
         )
 
     with fx.bench_environment() as env:
-        large = incremental.measure(
-            env, args.objects, args.object_size, 1, args.threads, ["middle"], method=args.build, after_backfill=validate
-        )
-        small = incremental.measure(env, args.small, args.object_size, 1, args.threads, ["middle"], method=args.build)
-        report(large, small)  # before the teardown, which takes minutes for a million files
+
+        def measure(objects: int, after: Any = None) -> incremental.Measured:
+            return incremental.measure(
+                env, objects, args.object_size, 1, args.threads, ["middle"], method=args.build, source=args.source,
+                after_backfill=after,
+            )  # fmt: skip
+
+        large = measure(args.objects, validate)
+        small = measure(args.small)
+        report(large, small, args.source)  # before the teardown, which takes minutes for a million files
     print(f"end: {fx.machine_load()}")
 
 
