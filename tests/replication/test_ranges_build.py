@@ -87,7 +87,8 @@ def test_built_repository_is_read_committed_on_and_mirrored(lakefs_env, service_
 
     # lakeFS commits on top: the range the new key falls in is rewritten, every other built range is kept
     new_key = f"{_path(OBJECTS // 2)}.new"
-    holder = next(i for i, r in enumerate(built_ranges) if r.min_key <= new_key.encode() <= r.max_key)
+    # lakeFS enters (and rewrites) the first range whose max key is not below the new key
+    holder = next(i for i, r in enumerate(built_ranges) if new_key.encode() <= r.max_key)
     client.upload_object(repo, "main", new_key, b"one more object")
     second = client.commit(repo, "main", "one object on top of the built ones")
     after = {r.range_id for r in _ranges(client, repo, second.metarange_id)}
