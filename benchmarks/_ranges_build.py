@@ -247,11 +247,11 @@ def build_with_ranges(
     written = time.monotonic()
     parent = client.get_commit(repo, client.get_branch_head(repo, "main"))
     message = message or f"{objects} objects"
-    creation = int(time.time())
+    creation, committer = int(time.time()), client.whoami()
     commit = Commit(
-        id=commit_id(client.whoami(), message, metarange_id, creation, {}, [parent.id]),
+        id=commit_id(committer, message, metarange_id, creation, {}, [parent.id]),
         parents=(parent.id,),
-        committer=client.whoami(),
+        committer=committer,
         message=message,
         creation_date=creation,
         metarange_id=metarange_id,
