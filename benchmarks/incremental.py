@@ -100,7 +100,8 @@ def measure(
         raise RuntimeError(f"backfill copied {backfill.result['objects_copied']} objects, expected {objects}")
     ranges = int(backfill.result["ranges_validated"])
     print(
-        f"[backfill] {objects:,} objects in {backfill.result['seconds']:.1f}s, {ranges} ranges, "
+        f"[backfill] {objects:,} objects in {backfill.result['seconds']:.1f}s "
+        f"({objects / backfill.result['seconds']:,.0f} objects/s), {ranges} ranges, "
         f"peak RSS {backfill.peak_rss_bytes / MiB:.0f} MiB; {fx.format_stages(backfill.result['stages'])} "
         f"({fx.machine_load()})",
         flush=True,
