@@ -554,7 +554,7 @@ class StageClock:
         times = []
         for mark in order:
             times.append(marks.get(mark, times[-1] if times else marks["start"]))
-        return {stage: max(0.0, b - a) for stage, a, b in zip(STAGES, times, times[1:], strict=True)}
+        return {stage: max(0.0, b - a) for stage, a, b in zip(STAGES, times[:-1], times[1:], strict=True)}
 
 
 def format_stages(stages: dict[str, float]) -> str:
