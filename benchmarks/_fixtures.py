@@ -245,6 +245,10 @@ def build_repository(
     minio = env.minio[region.minio]
     name = name or unique("bench")
     method = build_method(objects, method)
+    if method == "ranges" and object_size > IN_MEMORY_MAX:
+        raise ValueError(f"the ranges builder keeps objects in memory; objects of {object_size:,} B need links")
+    if method == "links" and split is not None:
+        raise ValueError("a range split applies to the ranges builder only (lakeFS cuts the links builder's)")
     started = time.monotonic()
     client = _admin(region)
     namespace = region.namespace_for(name)
@@ -325,9 +329,6 @@ def _build_with_ranges(
 ) -> BuiltRepository:
     """The ``ranges`` method of ``build_repository`` (objects held in memory one at a time per PUT in flight)."""
     from _ranges_build import build_with_ranges
-
-    if object_size > IN_MEMORY_MAX:
-        raise ValueError(f"the ranges builder keeps objects in memory; objects of {object_size:,} B need links")
 
     def progress(done: int) -> None:
         if done % progress_every == 0:
