@@ -1,10 +1,14 @@
 """Shared pieces of the mirroring benchmarks: a throwaway environment, fast repositories, syncs in a child.
 
-Repositories are built the way a fast real writer builds them: lakeFS hands out a physical address per
+Repositories are built one of two ways (``build_repository(method=...)``, ``--build`` on the benchmarks that
+build big ones). ``links``, the way a fast real writer builds them: lakeFS hands out a physical address per
 object (``get_physical_address``), the bytes go straight into MinIO with boto3 from many threads, and the
-object is linked into the branch (``link_physical_address``), then one commit. The objects get ordinary
-*relative* addresses inside the repository's namespace, exactly like uploads through lakeFS, so the
-engine copies them (the import API would give full addresses, which the engine deliberately skips).
+object is linked into the branch (``link_physical_address``), then one commit; about 160 objects/s on a quiet
+2-core machine. ``ranges`` (the default from 50,000 objects): the objects, range files and metarange are
+written straight into the namespace as lakeFS's storage holds a commit, and the commit is created through
+lakeFS's commit-record API (``_ranges_build.py``). Either way the objects get ordinary *relative* addresses
+inside the repository's namespace, exactly like uploads through lakeFS, so the engine copies them (the import
+API would give full addresses, which the engine deliberately skips).
 
 Also runnable as the child process that syncs one mirror (so a benchmark can read its peak RSS):
 
@@ -29,7 +33,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -41,17 +45,28 @@ from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.lakefs import LakeFSClient
 from lakefs_mirror_dagster.replication import MirrorSyncResult, ReplicationService
 
+if TYPE_CHECKING:
+    from _ranges_build import RangeSplit
+
 __all__ = [
     "BENCH_REGIONS",
+    "BUILD_METHODS",
+    "STAGES",
     "BuiltRepository",
     "ChildRun",
     "ChildSync",
+    "MirrorValidation",
+    "StageClock",
+    "add_build_argument",
     "add_one_object_commit",
     "bench_environment",
+    "build_method",
     "build_repository",
     "cpu_delta",
     "create_mirror",
     "format_rate",
+    "format_stages",
+    "local_spark",
     "machine_load",
     "object_path",
     "run_child",
@@ -61,6 +76,7 @@ __all__ = [
     "split_s3_uri",
     "sync_in_child",
     "unique",
+    "validate_at_mirror",
 ]
 
 #: Source on one MinIO server, mirror on another (other endpoint, other credentials): copies cross servers.
@@ -143,6 +159,8 @@ class BuiltRepository:
     objects: int
     object_size: int
     seconds: float
+    #: ``links`` or ``ranges`` (``build_repository``)
+    method: str = "links"
 
     @property
     def total_bytes(self) -> int:
@@ -177,6 +195,32 @@ def _payload_factory(size: int) -> Callable[[int], bytes]:
     return make
 
 
+#: How ``build_repository`` writes a repository: ``links`` (lakeFS staging API per object) or ``ranges`` (objects,
+#: range files and metarange written straight into the store, then one commit record; ``_ranges_build.py``).
+BUILD_METHODS = ("links", "ranges")
+#: From this many objects on, ``build_repository`` uses the ``ranges`` method unless told otherwise.
+RANGES_FROM_OBJECTS = 50_000
+
+
+def build_method(objects: int, method: str | None) -> str:
+    """The method ``build_repository`` uses: ``method`` if given, else ``ranges`` for large repositories."""
+    if method is None:
+        return "ranges" if objects >= RANGES_FROM_OBJECTS else "links"
+    if method not in BUILD_METHODS:
+        raise ValueError(f"build method must be one of {BUILD_METHODS}, got {method!r}")
+    return method
+
+
+def add_build_argument(parser: argparse.ArgumentParser) -> None:
+    """``--build links|ranges`` on a benchmark that builds big repositories."""
+    parser.add_argument(
+        "--build",
+        choices=BUILD_METHODS,
+        default=None,
+        help=f"how source repositories are built (default: ranges from {RANGES_FROM_OBJECTS:,} objects, else links)",
+    )
+
+
 def build_repository(
     env: Environment,
     region_name: str,
@@ -187,20 +231,33 @@ def build_repository(
     threads: int = 16,
     prefix: str = "data",
     progress_every: int = 20_000,
+    method: str | None = None,
+    split: RangeSplit | None = None,
 ) -> BuiltRepository:
     """Create a repository in ``region_name`` (on MinIO) with ``objects`` objects of ``object_size`` bytes
-    in one commit on ``main``, via lakeFS-issued physical addresses and direct PUTs into MinIO."""
-    import lakefs_sdk  # here, not at the top: the sync child would pay ~1 s of CPU importing it for nothing
-
+    in one commit on ``main``: via lakeFS-issued physical addresses, direct PUTs into MinIO and links
+    (``links``), or by writing objects and range files straight into MinIO (``ranges``, cut per ``split``;
+    see ``_ranges_build.py``). ``method`` None picks by size (``build_method``)."""
     region = env.region(region_name)
     if region.minio is None:
-        raise ValueError(f"region {region_name} is not on MinIO; the fast builder writes with boto3")
+        raise ValueError(f"region {region_name} is not on MinIO; the fast builders write into MinIO")
     minio = env.minio[region.minio]
     name = name or unique("bench")
+    method = build_method(objects, method)
+    if method == "ranges" and object_size > IN_MEMORY_MAX:
+        raise ValueError(f"the ranges builder keeps objects in memory; objects of {object_size:,} B need links")
+    if method == "links" and split is not None:
+        raise ValueError("a range split applies to the ranges builder only (lakeFS cuts the links builder's)")
     started = time.monotonic()
     client = _admin(region)
     namespace = region.namespace_for(name)
     client.create_repository(name, namespace)
+    if method == "ranges":
+        return _build_with_ranges(
+            client, minio, name, namespace, objects, object_size, prefix, split, progress_every, started
+        )
+    import lakefs_sdk  # here, not at the top: the sync child would pay ~1 s of CPU importing it for nothing
+
     conf = lakefs_sdk.Configuration(
         host=region.api_url, username=region.access_key_id, password=region.secret_access_key
     )
@@ -254,6 +311,56 @@ def build_repository(
     built = BuiltRepository(name, namespace, commit.id, objects, object_size, time.monotonic() - started)
     print(
         f"[build] {name}: {objects:,} x {object_size:,} B committed as {commit.id[:12]} in {built.seconds:.1f}s",
+        flush=True,
+    )
+    return built
+
+
+def _build_with_ranges(
+    client: LakeFSClient,
+    minio: MinioInstance,
+    name: str,
+    namespace: str,
+    objects: int,
+    object_size: int,
+    prefix: str,
+    split: RangeSplit | None,
+    progress_every: int,
+    started: float,
+) -> BuiltRepository:
+    """The ``ranges`` method of ``build_repository`` (objects held in memory one at a time per PUT in flight)."""
+    from _ranges_build import build_with_ranges
+
+    def progress(done: int) -> None:
+        if done % progress_every == 0:
+            rate = done / (time.monotonic() - started)
+            print(f"[build] {name}: {done:,}/{objects:,} objects ({rate:,.0f}/s)", flush=True)
+
+    try:
+        made = build_with_ranges(
+            client,
+            name,
+            namespace,
+            endpoint=minio.endpoint,
+            access_key=minio.access_key,
+            secret_key=minio.secret_key,
+            objects=objects,
+            path_of=lambda i: object_path(prefix, i),
+            payload=_payload_factory(object_size),
+            split=split,
+            message=f"{objects} objects of {object_size} bytes",
+            on_object=progress,
+        )
+    finally:
+        client.close()
+    built = BuiltRepository(
+        name, namespace, made.commit_id, objects, object_size, time.monotonic() - started, method="ranges"
+    )
+    steps = ", ".join(f"{k} {v:.1f}s" for k, v in made.seconds.items())
+    print(
+        f"[build] {name}: {objects:,} x {object_size:,} B in {len(made.range_ids)} range files committed as "
+        f"{made.commit_id[:12]} in {built.seconds:.1f}s ({objects / built.seconds:,.0f} objects/s; {steps}; "
+        f"{machine_load()})",
         flush=True,
     )
     return built
@@ -406,9 +513,64 @@ def cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, fl
     return {k: after[k] - before.get(k, 0.0) for k in after}
 
 
-def run_sync(config: Path, mirror: str) -> tuple[float, MirrorSyncResult, dict[str, int]]:
-    """One sync pass of ``mirror`` in this process: seconds, result, and metadata files read from the source."""
+#: The stages of a sync pass ``StageClock`` tells apart, in the order they run.
+STAGES = ("plan", "range reads", "transfer", "validation", "promotion")
+
+
+class StageClock:
+    """Where a sync pass's time went, read from the engine's progress snapshots (``ProgressReporter``: one at
+    each ref start and end, and at most every ``EVERY_S`` while anything moves, so marks are good to about
+    0.5 s at worst): ``plan`` (ref started -> its new ranges planned: log, metarange, cached-range checks),
+    ``range reads`` (-> the first object done: the first ranges read and diffed), ``transfer`` (-> validation
+    starts; later range reads overlap it), ``validation`` (-> validation ends), ``promotion`` (-> ref done:
+    commit records, ref move). Stages with no mark (nothing to copy) count 0. Meant for one-ref passes."""
+
+    EVERY_S = 0.1
+
+    def __init__(self) -> None:
+        self._marks: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, progress: Any) -> None:
+        now = time.monotonic()
+        seen = [
+            ("start", bool(progress.refs_in_flight) or progress.refs_done > 0),
+            ("planned", progress.ranges_planned > 0),
+            ("first object", progress.objects_done > 0),
+            ("validating", progress.validating > 0),
+            ("validated", "validating" in self._marks and progress.validating == 0),
+            ("done", progress.refs_done > 0),
+        ]
+        with self._lock:
+            for mark, reached in seen:
+                if reached:
+                    self._marks.setdefault(mark, now)
+
+    def split(self) -> dict[str, float]:
+        """Seconds per stage (``STAGES``); a missing mark takes the time of the one before it."""
+        order = ["start", "planned", "first object", "validating", "validated", "done"]
+        with self._lock:
+            marks = dict(self._marks)
+        if "start" not in marks:
+            return dict.fromkeys(STAGES, 0.0)
+        times = []
+        for mark in order:
+            times.append(marks.get(mark, times[-1] if times else marks["start"]))
+        return {stage: max(0.0, b - a) for stage, a, b in zip(STAGES, times[:-1], times[1:], strict=True)}
+
+
+def format_stages(stages: dict[str, float]) -> str:
+    return ", ".join(f"{stage} {stages.get(stage, 0.0):.1f}s" for stage in STAGES)
+
+
+def run_sync(
+    config: Path, mirror: str, *, stages: StageClock | None = None
+) -> tuple[float, MirrorSyncResult, dict[str, int]]:
+    """One sync pass of ``mirror`` in this process: seconds, result, and metadata files read from the source;
+    ``stages`` hears the pass's progress (``StageClock.split`` afterwards)."""
     service = ReplicationService(load_config(config, env={}))
+    if stages is not None:
+        service.on_progress(stages, every_s=StageClock.EVERY_S)
     try:
         started = time.monotonic()
         [result] = service.sync(name=mirror)
@@ -419,6 +581,90 @@ def run_sync(config: Path, mirror: str) -> tuple[float, MirrorSyncResult, dict[s
     if not result.ok:
         raise RuntimeError(f"sync of {mirror} failed: {json.dumps(result.to_json())[:3000]}")
     return seconds, result, reads
+
+
+def local_spark(warehouse: Path) -> Any:
+    """A local-mode SparkSession (``local[2]``) on loopback, built like the test suite's ``spark`` fixture."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers must import this package
+    return (
+        SparkSession.builder.master("local[2]")
+        .appName("lakefs-mirror-bench")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
+
+
+@dataclass
+class MirrorValidation:
+    """Seconds to validate every range of one commit at the mirror, in-process and on a local Spark."""
+
+    ranges: int
+    objects: int
+    in_process_s: float
+    spark_startup_s: float
+    #: the first call also starts Spark's Python workers; the second is the steady cost
+    spark_s: tuple[float, float]
+
+
+def validate_at_mirror(
+    config: Path, mirror: str, commit_id: str, objects: int, *, spark_partitions: int = 3, validator_workers: int = 3
+) -> MirrorValidation:
+    """Validate every range of ``commit_id`` at ``mirror``'s storage with ``in_process_validator``, then twice
+    with ``SparkRangeValidator`` on ``local[2]``; raises unless all agree and count ``objects`` objects."""
+    from lakefs_mirror_dagster.replication import in_process_validator, read_metarange
+    from lakefs_mirror_dagster.replication.service import store_spec
+    from lakefs_mirror_dagster.spark.validation import SparkRangeValidator
+
+    service = ReplicationService(load_config(config, env={}))
+    try:
+        record = next(service.my_mirrors(name=mirror))
+        store = service.destination_store(record.storage_id)
+        commit = service.client(MIRROR).get_commit(mirror, commit_id)
+        range_ids = read_metarange(store, record.storage_namespace, commit.metarange_id)
+        print(f"[validate] commit {commit_id[:12]}: {len(range_ids)} ranges", flush=True)
+        validate = in_process_validator(store, record.storage_namespace, workers=validator_workers, strict=False)
+        started = time.monotonic()
+        local_results = validate(dict.fromkeys(range_ids, ()))
+        in_process_s = time.monotonic() - started
+        checked = sum(r.objects for r in local_results)
+        if not all(r.ok for r in local_results) or checked != objects:
+            raise RuntimeError(f"in-process validation: {checked} objects, ok={[r.ok for r in local_results]}")
+        print(f"[validate] in-process: {in_process_s:.1f}s ({machine_load()})", flush=True)
+        settings = store_spec(service.config, service.config.store_by_id(record.storage_id))
+        with tempfile.TemporaryDirectory(prefix="bench-spark-") as warehouse:
+            started = time.monotonic()
+            spark = local_spark(Path(warehouse))
+            startup_s = time.monotonic() - started
+            try:
+                spark_times = []
+                for _ in range(2):
+                    validator = SparkRangeValidator(
+                        lambda: spark,
+                        settings,
+                        record.storage_namespace,
+                        strict_full_addresses=False,
+                        num_partitions=spark_partitions,
+                    )
+                    started = time.monotonic()
+                    spark_results = validator(dict.fromkeys(range_ids, ()))
+                    spark_times.append(time.monotonic() - started)
+                    print(f"[validate] Spark: {spark_times[-1]:.1f}s ({machine_load()})", flush=True)
+                    if [(r.range_id, r.ok, r.objects) for r in spark_results] != [
+                        (r.range_id, r.ok, r.objects) for r in local_results
+                    ]:
+                        raise RuntimeError("Spark and in-process validation disagree")
+            finally:
+                spark.stop()
+    finally:
+        service.close()
+    return MirrorValidation(len(range_ids), objects, in_process_s, startup_s, (spark_times[0], spark_times[1]))
 
 
 def _own_peak_rss() -> int:
@@ -435,10 +681,12 @@ def _child_main(argv: list[str]) -> None:
     parser.add_argument("--config", type=Path, required=True)
     parser.add_argument("--mirror", required=True)
     args = parser.parse_args(argv)
-    seconds, result, reads = run_sync(args.config, args.mirror)
+    clock = StageClock()
+    seconds, result, reads = run_sync(args.config, args.mirror, stages=clock)
     stats = [r.stats for r in result.refs]
     summary = {
         "seconds": seconds,
+        "stages": clock.split(),
         "objects_copied": sum(s.objects_copied for s in stats),
         "bytes_copied": sum(s.bytes_copied for s in stats),
         "ranges_validated": sum(s.ranges_validated for s in stats),

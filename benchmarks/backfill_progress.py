@@ -7,7 +7,7 @@ form first showed progress, the longest silence, the screen at a few moments of 
 last plain lines. Both captures are written to ``--out``. Goal: progress within 10 s of the start, and never
 silent for more than twice ``--progress-every`` until the end.
 
-    .venv/bin/python benchmarks/backfill_progress.py [--objects 200000] [--out DIR] [--quick]
+    .venv/bin/python benchmarks/backfill_progress.py [--objects 200000] [--out DIR] [--quick] [--build links|ranges]
 """
 
 from __future__ import annotations
@@ -95,6 +95,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("backfill-progress"), help="where the captures go")
     parser.add_argument("--timeout", type=float, default=7200.0, help="seconds each sync may take")
     parser.add_argument("--quick", action="store_true", help="20,000 objects")
+    fx.add_build_argument(parser)
     args = parser.parse_args()
     if args.quick:
         args.objects = min(args.objects, 20_000)
@@ -103,7 +104,9 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"start: {fx.machine_load()}")
     with fx.bench_environment() as env:
-        built = fx.build_repository(env, fx.SOURCE, objects=args.objects, object_size=args.object_size)
+        built = fx.build_repository(
+            env, fx.SOURCE, objects=args.objects, object_size=args.object_size, method=args.build
+        )
         on_terminal, in_a_pipe = fx.create_mirror(env, built.name), fx.create_mirror(env, built.name)
         config = fx.service_config(env, fx.MIRROR)
         child_env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(fx.REPO_ROOT), os.environ.get("PYTHONPATH", "")]),

@@ -11,7 +11,10 @@ An engine whose incremental cost follows the change, not the repository, gives a
 (copied + found present), which is where the cost of a changed range shows.
 
     .venv/bin/python benchmarks/incremental.py [--small 1000] [--large 200000] [--repeat 1] [--quick]
-        [--object-size 1024] [--placements end,middle]
+        [--object-size 1024] [--placements end,middle] [--build links|ranges]
+
+Repositories of 50,000 objects or more are built with the ranges builder unless ``--build links``
+(``_fixtures.build_repository``); ``--build`` applies to both repositories.
 
 The initial backfills run in a child process, whose peak RSS and time are printed as a by-product.
 """
@@ -22,8 +25,10 @@ import argparse
 import statistics
 import sys
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -41,6 +46,8 @@ class Pass:
     objects_looked_at: int
     ranges_transferred: int
     ranges_skipped: int
+    #: seconds per stage of the pass (``fx.StageClock``)
+    stages: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -50,6 +57,10 @@ class Measured:
     backfill_peak_rss: int
     ranges: int
     passes: dict[str, list[Pass]] = field(default_factory=dict)
+    build: fx.BuiltRepository | None = None
+    backfill_stages: dict[str, float] = field(default_factory=dict)
+    #: what ``measure``'s ``after_backfill`` returned
+    after_backfill: Any = None
 
     def median_seconds(self, placement: str) -> float:
         return statistics.median(p.seconds for p in self.passes[placement])
@@ -63,25 +74,46 @@ def new_path(placement: str, objects: int) -> str:
 
 
 def measure(
-    env: Environment, objects: int, object_size: int, repeat: int, threads: int, placements: list[str]
+    env: Environment,
+    objects: int,
+    object_size: int,
+    repeat: int,
+    threads: int,
+    placements: list[str],
+    *,
+    method: str | None = None,
+    source: str = "api",
+    after_backfill: Callable[[fx.BuiltRepository, Path, str], Any] | None = None,
 ) -> Measured:
+    """Build a repository of ``objects`` objects (``method``, see ``fx.build_repository``), backfill a mirror of
+    it in a child process reading the source through lakeFS (``source="api"``) or straight from MinIO
+    (``direct``), call ``after_backfill(built, mirror config, mirror)``, then time ``repeat`` one-object commits
+    per placement."""
     print(f"\n=== repository of {objects:,} objects ({fx.machine_load()})", flush=True)
-    built = fx.build_repository(env, fx.SOURCE, objects=objects, object_size=object_size, threads=threads)
+    built = fx.build_repository(
+        env, fx.SOURCE, objects=objects, object_size=object_size, threads=threads, method=method
+    )
     mirror = fx.create_mirror(env, built.name)
-    config = fx.service_config(env, fx.MIRROR)
+    config = fx.service_config(env, fx.MIRROR, direct_source=fx.SOURCE if source == "direct" else None)
     backfill = fx.sync_in_child(config, mirror)
     if backfill.result["objects_copied"] != objects:
         raise RuntimeError(f"backfill copied {backfill.result['objects_copied']} objects, expected {objects}")
     ranges = int(backfill.result["ranges_validated"])
     print(
-        f"[backfill] {objects:,} objects in {backfill.result['seconds']:.1f}s, {ranges} ranges, "
-        f"peak RSS {backfill.peak_rss_bytes / MiB:.0f} MiB ({fx.machine_load()})",
+        f"[backfill] {objects:,} objects in {backfill.result['seconds']:.1f}s "
+        f"({objects / backfill.result['seconds']:,.0f} objects/s), {ranges} ranges, "
+        f"peak RSS {backfill.peak_rss_bytes / MiB:.0f} MiB; {fx.format_stages(backfill.result['stages'])} "
+        f"({fx.machine_load()})",
         flush=True,
     )
     measured = Measured(objects, backfill.result["seconds"], backfill.peak_rss_bytes, ranges)
+    measured.build, measured.backfill_stages = built, backfill.result["stages"]
+    if after_backfill is not None:
+        measured.after_backfill = after_backfill(built, config, mirror)
     for placement, i in ((p, i) for p in placements for i in range(repeat)):
         fx.add_one_object_commit(env, fx.SOURCE, built.name, new_path(placement, objects))
-        seconds, result, reads = fx.run_sync(config, mirror)
+        clock = fx.StageClock()
+        seconds, result, reads = fx.run_sync(config, mirror, stages=clock)
         [main] = [r for r in result.refs if r.kind == "branch" and r.name == "main"]
         s = main.stats
         if main.action != "advanced" or s.objects_copied != 1:
@@ -93,12 +125,13 @@ def measure(
             s.objects_copied + s.objects_skipped,  # objects_unchanged: diffed against a validated range, not looked at
             s.ranges_transferred,
             s.ranges_skipped,
+            clock.split(),
         )
         measured.passes.setdefault(placement, []).append(p)
         print(
             f"[incremental] {placement} pass {i + 1}: {seconds:.2f}s, metadata reads {reads}, objects looked at "
-            f"{p.objects_looked_at:,}, ranges transferred {p.ranges_transferred}, skipped {p.ranges_skipped} "
-            f"({fx.machine_load()})",
+            f"{p.objects_looked_at:,}, ranges transferred {p.ranges_transferred}, skipped {p.ranges_skipped}; "
+            f"{fx.format_stages(p.stages)} ({fx.machine_load()})",
             flush=True,
         )
     return measured
@@ -113,6 +146,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=16, help="threads building the repositories")
     parser.add_argument("--placements", default="end,middle", help="where new keys go: end, middle")
     parser.add_argument("--quick", action="store_true", help="large repository of 20,000 objects")
+    fx.add_build_argument(parser)
     args = parser.parse_args()
     placements = [p.strip() for p in args.placements.split(",") if p.strip()]
     if not placements or any(p not in ("end", "middle") for p in placements):
@@ -125,8 +159,8 @@ def main() -> None:
         parser.error(f"--large ({args.large}) must not be smaller than --small ({args.small})")
     print(f"start: {fx.machine_load()}")
     with fx.bench_environment() as env:
-        small = measure(env, args.small, args.object_size, args.repeat, args.threads, placements)
-        large = measure(env, args.large, args.object_size, args.repeat, args.threads, placements)
+        small = measure(env, args.small, args.object_size, args.repeat, args.threads, placements, method=args.build)
+        large = measure(env, args.large, args.object_size, args.repeat, args.threads, placements, method=args.build)
     print(f"\nincremental sync of one 1-object commit (median of {args.repeat}), {fx.machine_load()}")
     for m in (small, large):
         print(

@@ -11,7 +11,7 @@
 
     .venv/bin/python benchmarks/peak_rss.py [--case 200k|large20|huge] [--source api|direct]
         [--objects 200000] [--object-size 1024] [--quick] [--spark-partitions 3] [--validator-workers 3]
-        [--no-spark]
+        [--no-spark] [--build links|ranges]
 
 The large cases need about 2.5 GB free in the temp dir and in MinIO's data directory (``huge``) and skip
 validation (``--no-spark`` is implied).
@@ -20,21 +20,12 @@ validation (``--no-spark`` is implied).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
-import time
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _fixtures as fx
-
-from lakefs_mirror_dagster.config import load_config
-from lakefs_mirror_dagster.replication import ReplicationService, in_process_validator, read_metarange
-from lakefs_mirror_dagster.replication.service import store_spec
-from lakefs_mirror_dagster.spark.validation import SparkRangeValidator
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -45,24 +36,6 @@ CASES: dict[str, tuple[int, int, int, str]] = {
     "large20": (20, 64 * MiB, 512 * MiB, "512 MiB"),
     "huge": (1, 2 * GiB, 512 * MiB, "512 MiB"),
 }
-
-
-def local_spark(warehouse: Path) -> Any:
-    """A local-mode SparkSession on loopback, built like the test suite's ``spark`` fixture."""
-    from pyspark.sql import SparkSession
-
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers must import this package
-    return (
-        SparkSession.builder.master("local[2]")
-        .appName("lakefs-mirror-bench")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.sql.shuffle.partitions", "4")
-        .getOrCreate()
-    )
 
 
 def main() -> None:
@@ -78,6 +51,7 @@ def main() -> None:
     parser.add_argument("--validator-workers", type=int, default=3, help="threads of the in-process validator")
     parser.add_argument("--no-spark", action="store_true", help="only the peak RSS figure")
     parser.add_argument("--quick", action="store_true", help="20,000 objects")
+    fx.add_build_argument(parser)
     args = parser.parse_args()
     case_objects, case_size, goal, goal_text = CASES[args.case]
     args.objects = args.objects or case_objects
@@ -91,7 +65,7 @@ def main() -> None:
     print(f"start: {fx.machine_load()}")
     with fx.bench_environment() as env:
         built = fx.build_repository(
-            env, fx.SOURCE, objects=args.objects, object_size=args.object_size, threads=args.threads
+            env, fx.SOURCE, objects=args.objects, object_size=args.object_size, threads=args.threads, method=args.build
         )
         mirror = fx.create_mirror(env, built.name)
         config_path = fx.service_config(env, fx.MIRROR, direct_source=fx.SOURCE if args.source == "direct" else None)
@@ -110,61 +84,24 @@ def main() -> None:
         if args.no_spark:
             return
 
-        service = ReplicationService(load_config(config_path, env={}))
-        try:
-            record = next(service.my_mirrors(name=mirror))
-            store = service.destination_store(record.storage_id)
-            commit = service.client(fx.MIRROR).get_commit(mirror, built.commit_id)
-            range_ids = read_metarange(store, record.storage_namespace, commit.metarange_id)
-            print(f"[validate] commit {built.commit_id[:12]}: {len(range_ids)} ranges", flush=True)
-
-            validate = in_process_validator(
-                store, record.storage_namespace, workers=args.validator_workers, strict=False
-            )
-            started = time.monotonic()
-            local_results = validate(dict.fromkeys(range_ids, ()))
-            in_process_s = time.monotonic() - started
-            checked = sum(r.objects for r in local_results)
-            if not all(r.ok for r in local_results) or checked != args.objects:
-                raise RuntimeError(f"in-process validation: {checked} objects, ok={[r.ok for r in local_results]}")
-            print(f"[validate] in-process: {in_process_s:.1f}s ({fx.machine_load()})", flush=True)
-
-            settings = store_spec(service.config, service.config.store_by_id(record.storage_id))
-            with tempfile.TemporaryDirectory(prefix="bench-spark-") as warehouse:
-                started = time.monotonic()
-                spark = local_spark(Path(warehouse))
-                startup_s = time.monotonic() - started
-                try:
-                    spark_times = []
-                    for _ in range(2):  # the first call also starts the Python workers
-                        validator = SparkRangeValidator(
-                            lambda: spark,
-                            settings,
-                            record.storage_namespace,
-                            strict_full_addresses=False,
-                            num_partitions=args.spark_partitions,
-                        )
-                        started = time.monotonic()
-                        spark_results = validator(dict.fromkeys(range_ids, ()))
-                        spark_times.append(time.monotonic() - started)
-                        if [(r.range_id, r.ok, r.objects) for r in spark_results] != [
-                            (r.range_id, r.ok, r.objects) for r in local_results
-                        ]:
-                            raise RuntimeError("Spark and in-process validation disagree")
-                finally:
-                    spark.stop()
-        finally:
-            service.close()
+        checked = fx.validate_at_mirror(
+            config_path,
+            mirror,
+            built.commit_id,
+            args.objects,
+            spark_partitions=args.spark_partitions,
+            validator_workers=args.validator_workers,
+        )
 
     print(f"\n{rss_line}")
-    print(f"validation of {len(range_ids)} ranges / {args.objects:,} objects at the mirror ({fx.machine_load()}):")
-    print(f"  in-process validator ({args.validator_workers} threads): {in_process_s:8.1f} s")
+    print(f"validation of {checked.ranges} ranges / {args.objects:,} objects at the mirror ({fx.machine_load()}):")
+    print(f"  in-process validator ({args.validator_workers} threads): {checked.in_process_s:8.1f} s")
     print(
-        f"  Spark local[2], {args.spark_partitions} partitions, 1st call: {spark_times[0]:8.1f} s"
-        f"   (+ {startup_s:.1f}s session start)"
+        f"  Spark local[2], {args.spark_partitions} partitions, 1st call: {checked.spark_s[0]:8.1f} s"
+        f"   (+ {checked.spark_startup_s:.1f}s session start)"
     )
-    print(f"  Spark local[2], {args.spark_partitions} partitions, 2nd call: {spark_times[1]:8.1f} s")
-    print(f"  ratio Spark (2nd call) / in-process: {spark_times[1] / in_process_s:.2f}")
+    print(f"  Spark local[2], {args.spark_partitions} partitions, 2nd call: {checked.spark_s[1]:8.1f} s")
+    print(f"  ratio Spark (2nd call) / in-process: {checked.spark_s[1] / checked.in_process_s:.2f}")
 
 
 if __name__ == "__main__":
