@@ -9,9 +9,7 @@ import socket
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
-import boto3
 import pytest
-from botocore.config import Config
 
 from lakefs_mirror_dagster.replication.source import PRESIGN_MIN_OBJECTS, ApiObjectReader
 
@@ -30,14 +28,7 @@ def lakefs_gets(endpoint: str) -> int:
 
 
 def write_through_gateway(region, repo: str, count: int) -> dict[str, bytes]:  # type: ignore[no-untyped-def]
-    gateway = boto3.client(
-        "s3",
-        endpoint_url=region.endpoint,
-        aws_access_key_id=region.access_key_id,
-        aws_secret_access_key=region.secret_access_key,
-        region_name="us-east-1",
-        config=Config(s3={"addressing_style": "path"}, max_pool_connections=8),
-    )
+    gateway = region.s3_gateway_client()
     expected = {f"events/part-{i:04d}.json": content(f"events/{i}", 300) for i in range(count)}
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda kv: gateway.put_object(Bucket=repo, Key=f"main/{kv[0]}", Body=kv[1]), expected.items()))
