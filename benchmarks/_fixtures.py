@@ -51,7 +51,9 @@ if TYPE_CHECKING:
 __all__ = [
     "BENCH_REGIONS",
     "BUILD_METHODS",
+    "LOCAL_REGIONS",
     "STAGES",
+    "STORES",
     "BuiltRepository",
     "ChildRun",
     "ChildSync",
@@ -59,6 +61,7 @@ __all__ = [
     "StageClock",
     "add_build_argument",
     "add_one_object_commit",
+    "add_stores_argument",
     "bench_environment",
     "build_method",
     "build_repository",
@@ -81,6 +84,11 @@ __all__ = [
 
 #: Source on one MinIO server, mirror on another (other endpoint, other credentials): copies cross servers.
 BENCH_REGIONS = (RegionSpec("region-a", "s3:minio-a"), RegionSpec("region-c", "s3:minio-c"))
+#: The same two regions, each on a local directory of its own: what the engine costs when no object store's
+#: per-request work shares the machine (on 2 cores, MinIO's own CPU sets the pace of every MinIO figure).
+LOCAL_REGIONS = (RegionSpec("region-a", "local"), RegionSpec("region-c", "local"))
+#: ``--stores`` choices of the benchmarks that take one.
+STORES = {"minio": BENCH_REGIONS, "local": LOCAL_REGIONS}
 SOURCE, MIRROR = "region-a", "region-c"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -211,6 +219,16 @@ def build_method(objects: int, method: str | None) -> str:
     return method
 
 
+def add_stores_argument(parser: argparse.ArgumentParser) -> None:
+    """``--stores minio|local``: where the source and mirror regions keep their objects (``STORES``)."""
+    parser.add_argument(
+        "--stores",
+        choices=sorted(STORES),
+        default="minio",
+        help="the regions' storage: two MinIO servers (default) or two local directories (no object store's CPU)",
+    )
+
+
 def add_build_argument(parser: argparse.ArgumentParser) -> None:
     """``--build links|ranges`` on a benchmark that builds big repositories."""
     parser.add_argument(
@@ -234,16 +252,18 @@ def build_repository(
     method: str | None = None,
     split: RangeSplit | None = None,
 ) -> BuiltRepository:
-    """Create a repository in ``region_name`` (on MinIO) with ``objects`` objects of ``object_size`` bytes
-    in one commit on ``main``: via lakeFS-issued physical addresses, direct PUTs into MinIO and links
-    (``links``), or by writing objects and range files straight into MinIO (``ranges``, cut per ``split``;
-    see ``_ranges_build.py``). ``method`` None picks by size (``build_method``)."""
+    """Create a repository in ``region_name`` with ``objects`` objects of ``object_size`` bytes in one commit on
+    ``main``: via lakeFS-issued physical addresses, direct PUTs into MinIO and links (``links``, MinIO regions
+    only), or by writing objects and range files straight into the region's MinIO or local directory (``ranges``,
+    cut per ``split``; see ``_ranges_build.py``). ``method`` None picks by size (``build_method``), and
+    ``ranges`` on local disk."""
     region = env.region(region_name)
-    if region.minio is None:
-        raise ValueError(f"region {region_name} is not on MinIO; the fast builders write into MinIO")
-    minio = env.minio[region.minio]
     name = name or unique("bench")
+    if method is None and region.minio is None:
+        method = "ranges"  # the links builder PUTs into MinIO
     method = build_method(objects, method)
+    if method == "links" and region.minio is None:
+        raise ValueError(f"region {region_name} is on local disk: the links builder PUTs into MinIO, use ranges")
     if method == "ranges" and object_size > IN_MEMORY_MAX:
         raise ValueError(f"the ranges builder keeps objects in memory; objects of {object_size:,} B need links")
     if method == "links" and split is not None:
@@ -254,7 +274,7 @@ def build_repository(
     client.create_repository(name, namespace)
     if method == "ranges":
         return _build_with_ranges(
-            client, minio, name, namespace, objects, object_size, prefix, split, progress_every, started
+            client, region, name, namespace, objects, object_size, prefix, split, progress_every, started
         )
     import lakefs_sdk  # here, not at the top: the sync child would pay ~1 s of CPU importing it for nothing
 
@@ -264,7 +284,8 @@ def build_repository(
     conf.connection_pool_maxsize = threads * 2
     api = lakefs_sdk.ApiClient(conf)
     staging = lakefs_sdk.StagingApi(api)
-    s3 = _s3_client(minio, threads)
+    assert region.minio is not None
+    s3 = _s3_client(env.minio[region.minio], threads)
     stack = contextlib.ExitStack()
     big_body = stack.enter_context(_payload_file(object_size)) if object_size > IN_MEMORY_MAX else None
     payload = _payload_factory(object_size) if big_body is None else None
@@ -318,7 +339,7 @@ def build_repository(
 
 def _build_with_ranges(
     client: LakeFSClient,
-    minio: MinioInstance,
+    region: LakeFSRegion,
     name: str,
     namespace: str,
     objects: int,
@@ -341,9 +362,7 @@ def _build_with_ranges(
             client,
             name,
             namespace,
-            endpoint=minio.endpoint,
-            access_key=minio.access_key,
-            secret_key=minio.secret_key,
+            blockstore=region.blockstore,
             objects=objects,
             path_of=lambda i: object_path(prefix, i),
             payload=_payload_factory(object_size),

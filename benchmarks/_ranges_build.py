@@ -4,7 +4,8 @@ The link builder (``_fixtures.build_repository(method="links")``) costs three re
 lakeFS (about 160 objects/s on a quiet 2-core machine: a million objects take 1 h 45). This one writes what a
 commit leaves behind, directly:
 
-1. each object's bytes into the repository's storage namespace at a *relative* address shaped like lakeFS's
+1. each object's bytes into the repository's storage namespace (MinIO or a local directory, as lakeFS's local
+   adapter lays it out) at a *relative* address shaped like lakeFS's
    upload paths (``data/<partition>/<id>``, a new partition every 50,000 objects), with obstore's async PUTs,
    many in flight on one event loop;
 2. the range files and the metarange, with the suite's sstable writer (``tests/graveler/sstable_writer.py``,
@@ -26,8 +27,9 @@ import asyncio
 import hashlib
 import secrets
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from lakefs_mirror_dagster.graveler import AddressType, commit_id, entry_identity, range_id_of_bytes
@@ -36,7 +38,7 @@ from lakefs_mirror_dagster.replication.validation import METADATA_PREFIX
 from lakefs_mirror_dagster.storage.uri import parse_uri
 from tests.graveler.sstable_writer import encode_entry, encode_range_data, write_lakefs_file
 
-__all__ = ["RangeBuild", "RangeSplit", "breaks_after", "build_with_ranges", "fnv1a64"]
+__all__ = ["RangeBuild", "RangeSplit", "breaks_after", "build_with_ranges", "fnv1a64", "namespace_store"]
 
 #: lakeFS's upload path provider starts a new ``data/<partition>/`` every 50,000 addresses.
 PARTITION_SIZE = 50_000
@@ -91,24 +93,35 @@ class RangeBuild:
 Record = tuple[bytes, bytes, bytes]  # (key, identity, data), as the sstable writer takes them
 
 
-def _store(namespace: str, endpoint: str, access_key: str, secret_key: str) -> Any:
-    from obstore.store import S3Store
+def namespace_store(namespace: str, blockstore: Mapping[str, Any]) -> Any:
+    """An obstore store rooted at ``namespace`` in a region's storage; ``blockstore`` is the region's lakeFS
+    ``blockstore`` section: ``s3`` (MinIO, path style, static credentials) or ``local`` (a directory that lakeFS's
+    local adapter maps ``local://<name>/<path>`` under)."""
+    from obstore.store import LocalStore, S3Store
 
     uri = parse_uri(namespace)
-    if uri.scheme != "s3":
-        raise ValueError(f"the range builder writes to S3 (MinIO) namespaces, not {namespace!r}")
-    return S3Store(
-        uri.bucket,
-        prefix=uri.key.strip("/") or None,
-        config={
-            "endpoint": endpoint,
-            "access_key_id": access_key,
-            "secret_access_key": secret_key,
-            "region": "us-east-1",
-            "virtual_hosted_style_request": False,
-        },
-        client_options={"allow_http": True},
-        retry_config={"max_retries": 5},
+    kind = blockstore.get("type")
+    if uri.scheme == "local" and kind == "local" and not uri.is_local_absolute:
+        root = Path(blockstore["local"]["path"]) / uri.bucket / uri.key.strip("/")
+        return LocalStore(prefix=root, mkdir=True)
+    if uri.scheme == "s3" and kind == "s3":
+        s3 = blockstore["s3"]
+        return S3Store(
+            uri.bucket,
+            prefix=uri.key.strip("/") or None,
+            config={
+                "endpoint": s3["endpoint"],
+                "access_key_id": s3["credentials"]["access_key_id"],
+                "secret_access_key": s3["credentials"]["secret_access_key"],
+                "region": s3.get("region", "us-east-1"),
+                "virtual_hosted_style_request": False,
+            },
+            client_options={"allow_http": True},
+            retry_config={"max_retries": 5},
+        )
+    raise ValueError(
+        f"the range builder writes to s3 (MinIO) or local namespaces of their own store, not {namespace!r} "
+        f"on a {kind!r} blockstore"
     )
 
 
@@ -224,9 +237,7 @@ def build_with_ranges(
     repo: str,
     namespace: str,
     *,
-    endpoint: str,
-    access_key: str,
-    secret_key: str,
+    blockstore: Mapping[str, Any],
     objects: int,
     path_of: Callable[[int], str],
     payload: Callable[[int], bytes],
@@ -236,10 +247,11 @@ def build_with_ranges(
     on_object: Callable[[int], None] = lambda _done: None,
 ) -> RangeBuild:
     """Write ``objects`` objects (``path_of(i)`` must sort in ``i`` order) into the existing repository ``repo``
-    whose namespace is ``namespace`` on the S3 endpoint given, and commit them on ``main`` (see module doc)."""
+    whose namespace is ``namespace`` in the storage ``blockstore`` describes (``namespace_store``), and commit them
+    on ``main`` (see module doc)."""
     if objects < 1 or concurrency < 1:
         raise ValueError("objects and concurrency must be at least 1")
-    store = _store(namespace, endpoint, access_key, secret_key)
+    store = namespace_store(namespace, blockstore)
     started = time.monotonic()
     metarange_id, range_ids = asyncio.run(
         _write_all(store, _items(objects, path_of, payload), split or RangeSplit(), concurrency, on_object)

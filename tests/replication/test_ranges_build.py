@@ -1,9 +1,9 @@
 """The benchmarks' ranges builder (``benchmarks/_ranges_build.py``) makes repositories lakeFS takes as its own.
 
-It writes objects, range files and a metarange straight into MinIO and only creates the commit record through
-lakeFS, so everything else is checked through clients nobody here wrote: lakeFS's REST API lists and stats the
-objects, boto3 reads them through lakeFS's S3 gateway, lakeFS commits on top (re-reading the built range that
-the new key falls in and reusing the others as they are), and a mirror of it syncs and validates.
+It writes objects, range files and a metarange straight into MinIO or a local directory and only creates the
+commit record through lakeFS, so everything else is checked through clients nobody here wrote: lakeFS's REST API
+lists and stats the objects, boto3 reads them through lakeFS's S3 gateway, lakeFS commits on top (re-reading the
+built range that the new key falls in and reusing the others as they are), and a mirror of it syncs and validates.
 """
 
 from __future__ import annotations
@@ -50,11 +50,13 @@ def _ranges(client: LakeFSClient, repo: str, metarange_id: str) -> list[RangeRef
     return list(iter_range_refs(SSTable.from_bytes(client.get_metadata_object(repo, "meta_range", metarange_id))))
 
 
-def test_built_repository_is_read_committed_on_and_mirrored(lakefs_env, service_for, unique_name) -> None:
-    region = lakefs_env.region("region-a")
-    minio = lakefs_env.minio[region.minio]
-    source = service_for("region-a")
-    client = source.client("region-a")
+@pytest.mark.parametrize("source_region", ["region-a", "region-b"], ids=["minio", "local"])
+def test_built_repository_is_read_committed_on_and_mirrored(
+    source_region, lakefs_env, service_for, unique_name
+) -> None:
+    region = lakefs_env.region(source_region)
+    source = service_for(source_region)
+    client = source.client(source_region)
     repo, mirror = unique_name("built"), unique_name("mirror")
     namespace = region.namespace_for(repo)
     client.create_repository(repo, namespace)
@@ -62,9 +64,7 @@ def test_built_repository_is_read_committed_on_and_mirrored(lakefs_env, service_
         client,
         repo,
         namespace,
-        endpoint=minio.endpoint,
-        access_key=minio.access_key,
-        secret_key=minio.secret_key,
+        blockstore=region.blockstore,
         objects=OBJECTS,
         path_of=_path,
         payload=_body,
@@ -81,7 +81,9 @@ def test_built_repository_is_read_committed_on_and_mirrored(lakefs_env, service_
     stat = client.stat_object(repo, made.commit_id, _path(7))
     assert stat.size_bytes == len(_body(7))
     assert stat.checksum == hashlib.md5(_body(7)).hexdigest()
-    assert stat.physical_address.startswith(f"{namespace}/data/")
+    # lakeFS reports a local object by its absolute path: local://<blockstore path>/<repo>/data/...
+    at = namespace if region.minio else f"local://{region.blockstore['local']['path']}/{repo}"
+    assert stat.physical_address.startswith(f"{at}/data/")
     gateway = region.s3_gateway_client()
     assert gateway.get_object(Bucket=repo, Key=f"main/{_path(1111)}")["Body"].read() == _body(1111)
 
