@@ -15,7 +15,7 @@ import statistics
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,11 +70,14 @@ def write_instance_config(
     dequeue_interval_seconds: int | None = None,
     sensor_workers: int | None = None,
     fork_runs: bool = False,
+    recover_dead_runs: bool = False,
 ) -> Path:
     """``home/dagster.yaml``: telemetry off and, when either is given, the run queue's settings (with
     ``max_concurrent_runs``, as many dequeue threads: launches in parallel); with ``sensor_workers``, the sensor
     daemon evaluates sensors on that many threads and submits a tick's runs on as many; with ``fork_runs``,
-    runs start as forks of a warm process (``orchestration/launcher.py``), not new interpreters."""
+    runs start as forks of a warm process (``orchestration/launcher.py``), not new interpreters; with
+    ``recover_dead_runs``, README's run monitoring and run retries: a run whose worker died is failed within
+    seconds and run again, a run whose step failed (a blocked branch) is not."""
     home.mkdir(parents=True, exist_ok=True)
     config: dict[str, Any] = {"telemetry": {"enabled": False}}
     queue: dict[str, int | bool] = {}
@@ -106,6 +109,9 @@ def write_instance_config(
         from lakefs_mirror_dagster.orchestration.launcher import FORK_RUN_LAUNCHER
 
         config["run_launcher"] = dict(FORK_RUN_LAUNCHER)
+    if recover_dead_runs:
+        config["run_monitoring"] = {"enabled": True, "poll_interval_seconds": 2}
+        config["run_retries"] = {"enabled": True, "max_retries": 2, "retry_on_asset_or_op_failure": False}
     path = home / "dagster.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
@@ -113,16 +119,23 @@ def write_instance_config(
 
 @contextmanager
 def dagster_daemon(
-    home: Path, *, workspace: Path, replication_config: Path, log_path: Path, stop_timeout_s: float = 30.0
+    home: Path,
+    *,
+    workspace: Path,
+    replication_config: Path,
+    log_path: Path,
+    stop_timeout_s: float = 30.0,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[Callable[[], bool]]:
     """The daemon on ``home`` (write its ``dagster.yaml`` first) loading ``workspace`` with the region's
-    replication config; yields a callable telling whether it is still alive. Stopped (with the run workers it
-    started) on exit."""
+    replication config (and ``env`` added to its environment, which its run workers inherit); yields a callable
+    telling whether it is still alive. Stopped (with the run workers it started) on exit."""
     argv = [str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w", str(workspace)]
     variables = {
         "DAGSTER_HOME": str(home),
         "LAKEFS_MIRROR_CONFIG": str(replication_config),
         "DAGSTER_DISABLE_TELEMETRY": "1",
+        **(env or {}),
     }
     process = start_process(argv, log_path=log_path, env=variables, cwd=workspace.parent)
     try:

@@ -15,6 +15,14 @@ Runs start on the launching process's host, with its Python, environment and wor
 server's: fit for one host where the daemon loads the workspace itself (``dagster dev``, ``dagster-daemon run -w``).
 Terminating a run sends its worker SIGINT (its pid is in the run's ``lakefs_mirror/run_worker_pid`` tag), which
 Dagster turns into a cancelled run.
+
+A worker that dies without a word (SIGKILL, the kernel's OOM killer, a reboot) leaves its run STARTED for ever:
+it would hold a slot of the run queue and its run key, so its branch would get no run until its next source
+commit. The launcher therefore answers Dagster's run monitoring (``check_run_worker_health``): a worker whose
+process is gone, or whose pid now names another process (its start time is in the run's
+``lakefs_mirror/run_worker_start`` tag), is reported failed, the monitoring daemon fails the run, and
+``run_retries`` with ``retry_on_asset_or_op_failure: false`` runs it again (a branch blocked by a bad object fails
+its step, and keeps its cooldown instead).
 """
 
 from __future__ import annotations
@@ -24,13 +32,22 @@ import os
 import signal
 import threading
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Self
 
 import dagster as dg
-from dagster._core.launcher import LaunchRunContext, RunLauncher
+from dagster._core.launcher import CheckRunHealthResult, LaunchRunContext, RunLauncher, WorkerStatus
 from dagster._serdes import ConfigurableClass, ConfigurableClassData
 
-__all__ = ["DEFAULT_PRELOAD", "FORK_RUN_LAUNCHER", "RUN_WORKER_PID_TAG", "ForkRunLauncher", "run_worker"]
+__all__ = [
+    "DEFAULT_PRELOAD",
+    "FORK_RUN_LAUNCHER",
+    "RUN_WORKER_PID_TAG",
+    "RUN_WORKER_START_TAG",
+    "ForkRunLauncher",
+    "process_start",
+    "run_worker",
+]
 
 #: Imported once in the fork server: Dagster's run execution, this module (the workers' entry point), the code
 #: location with what its ``build_definitions`` imports late (none of them does I/O at import), and
@@ -49,6 +66,8 @@ DEFAULT_PRELOAD = (
     "lakefs_sdk",
 )
 RUN_WORKER_PID_TAG = "lakefs_mirror/run_worker_pid"
+#: When the worker process started (``process_start``): a pid the system gave to another process since is not it.
+RUN_WORKER_START_TAG = "lakefs_mirror/run_worker_start"
 #: ``dagster.yaml``'s ``run_launcher`` section that selects this launcher.
 FORK_RUN_LAUNCHER = {"module": __name__, "class": "ForkRunLauncher"}
 
@@ -62,8 +81,34 @@ def run_worker(instance_ref: str, run_id: str) -> None:
 
     ref = deserialize_value(instance_ref, InstanceRef)
     with capture_interrupts(), dg.DagsterInstance.from_ref(ref) as instance:
-        instance.add_run_tags(run_id, {RUN_WORKER_PID_TAG: str(os.getpid())})
+        pid = os.getpid()
+        instance.add_run_tags(run_id, {RUN_WORKER_PID_TAG: str(pid), RUN_WORKER_START_TAG: process_start(pid) or ""})
         _execute_run_command_body(run_id, instance, lambda _event: None, set_exit_code_on_failure=False)
+
+
+def process_start(pid: int) -> str | None:
+    """The start time of process ``pid`` in clock ticks since boot (Linux ``/proc``), or None when it is gone, a
+    zombie, or the system has no ``/proc``."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # "pid (comm) state ppid ... starttime": comm may hold spaces and parentheses, so count after the last ")"
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+def _worker_alive(pid: int, start: str) -> bool:
+    """Whether the worker that recorded (``pid``, ``start``) still runs."""
+    if Path("/proc/self/stat").exists():
+        return process_start(pid) == start if start else process_start(pid) is not None
+    try:  # no /proc: the pid alone
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class ForkRunLauncher(RunLauncher, ConfigurableClass):
@@ -120,6 +165,22 @@ class ForkRunLauncher(RunLauncher, ConfigurableClass):
         except ProcessLookupError:
             return False
         return True
+
+    @property
+    def supports_check_run_worker_health(self) -> bool:
+        return True
+
+    def check_run_worker_health(self, run: dg.DagsterRun) -> CheckRunHealthResult:
+        """RUNNING while the run's worker process lives, FAILED once it is gone (Dagster's run monitoring then
+        fails the run); UNKNOWN before the worker has recorded its pid."""
+        pid = run.tags.get(RUN_WORKER_PID_TAG)
+        if pid is None:
+            return CheckRunHealthResult(WorkerStatus.UNKNOWN, "the run worker has not recorded its pid yet")
+        if _worker_alive(int(pid), run.tags.get(RUN_WORKER_START_TAG, "")):
+            return CheckRunHealthResult(WorkerStatus.RUNNING, run_worker_id=pid)
+        return CheckRunHealthResult(
+            WorkerStatus.FAILED, f"run worker pid {pid} is gone (killed, or its host restarted)", run_worker_id=pid
+        )
 
     def join(self, timeout: int = 30) -> None:
         with self._lock:

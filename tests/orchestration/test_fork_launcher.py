@@ -1,13 +1,22 @@
 """``ForkRunLauncher`` on a real Dagster instance (``dagster.yaml``'s ``run_launcher``): a launched run executes in a
 forked worker, not in the launching process, and succeeds with its events in the instance; terminating a run in
-flight cancels it. (The daemon test, ``test_daemon_branches.py``, runs the launcher under ``dagster-daemon``.)"""
+flight cancels it; a worker killed without a word is reported to Dagster's run monitoring. (The daemon tests,
+``test_daemon_branches.py`` and ``test_dead_run_worker.py``, run the launcher under ``dagster-daemon``.)"""
 
 import os
+import signal
 import time
 
 import dagster as dg
+from dagster._core.launcher import WorkerStatus
 
-from lakefs_mirror_dagster.orchestration.launcher import FORK_RUN_LAUNCHER, RUN_WORKER_PID_TAG, ForkRunLauncher
+from lakefs_mirror_dagster.orchestration.launcher import (
+    FORK_RUN_LAUNCHER,
+    RUN_WORKER_PID_TAG,
+    RUN_WORKER_START_TAG,
+    ForkRunLauncher,
+    process_start,
+)
 
 DONE = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 
@@ -68,3 +77,34 @@ def test_runs_execute_in_forked_workers_and_can_be_terminated() -> None:
         assert running.status == dg.DagsterRunStatus.STARTED
         assert instance.run_launcher.terminate(running.run_id)
         assert _wait(instance, running.run_id, DONE).status == dg.DagsterRunStatus.CANCELED
+
+
+def test_run_monitoring_learns_of_a_worker_killed_without_a_word() -> None:
+    """SIGKILL leaves no event: only the launcher can tell Dagster's run monitoring that the worker is gone, and a
+    pid the system gave to another process since is not taken for the worker."""
+    with dg.instance_for_test(overrides={"run_launcher": FORK_RUN_LAUNCHER}) as instance:
+        launcher = instance.run_launcher
+        assert isinstance(launcher, ForkRunLauncher) and launcher.supports_check_run_worker_health
+
+        running = _wait(instance, _launch(instance, napping), {dg.DagsterRunStatus.STARTED})
+        assert running.status == dg.DagsterRunStatus.STARTED
+        assert launcher.check_run_worker_health(running).status == WorkerStatus.RUNNING
+        pid = int(running.tags[RUN_WORKER_PID_TAG])
+        assert running.tags[RUN_WORKER_START_TAG] == process_start(pid)
+
+        os.kill(pid, signal.SIGKILL)
+        for _ in range(100):
+            if process_start(pid) is None:
+                break
+            time.sleep(0.1)
+        health = launcher.check_run_worker_health(running)
+        assert health.status == WorkerStatus.FAILED and str(pid) in (health.msg or "")
+        # the run itself stays STARTED: no worker is left to say otherwise (run monitoring fails it)
+        still = instance.get_run_by_id(running.run_id)
+        assert still is not None and still.status == dg.DagsterRunStatus.STARTED
+
+        # a live pid that started at another time is another process
+        reused = running.with_tags({**running.tags, RUN_WORKER_PID_TAG: str(os.getpid()), RUN_WORKER_START_TAG: "1"})
+        assert launcher.check_run_worker_health(reused).status == WorkerStatus.FAILED
+        unknown = running.with_tags({k: v for k, v in running.tags.items() if k != RUN_WORKER_PID_TAG})
+        assert launcher.check_run_worker_health(unknown).status == WorkerStatus.UNKNOWN
