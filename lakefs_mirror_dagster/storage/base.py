@@ -104,6 +104,12 @@ class Blockstore(ABC):
         threshold). A transfer pool's byte budget reserves it for each streamed copy (``ByteBudget``)."""
         return min(size, self.chunk_size)
 
+    def answers_md5(self, size: int) -> bool:
+        """Whether ``write_stream`` of ``size`` bytes answers with the MD5 the store itself computed of the bytes it
+        stored (S3 single PUTs without server-side encryption): then a copy may let the store check the bytes
+        against lakeFS's MD5 instead of hashing them here (``transfer.copy_object``)."""
+        return False
+
     def part_size(self, uri: str) -> int | None:
         """The size of the first part of an object stored in several parts, where the store can tell (S3
         answers a HEAD of part 1); None otherwise. Only ever a hint for checking a multipart checksum."""
