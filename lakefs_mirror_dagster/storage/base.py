@@ -93,9 +93,10 @@ class Blockstore(ABC):
         """Objects whose URI starts with ``uri_prefix`` (a string prefix, as in S3: end it with ``/``
         to list a "directory" only)."""
 
-    def prepare_reads(self, uris: Sequence[str]) -> None:
-        """A hint that these objects will be read soon, so a store can fetch in bulk what their reads need
-        (the lakeFS API source: presigned URLs, a page of a thousand in one request). Nothing by default."""
+    def prepare_reads(self, uris: Sequence[str], sizes: Sequence[int | None] = ()) -> None:
+        """A hint that these objects (of these ``sizes``, where known) will be read soon, so a store can fetch in
+        bulk what their reads need (the lakeFS API source: presigned URLs, a page of a thousand in one request).
+        Nothing by default."""
         return None
 
     def write_buffer_size(self, size: int) -> int:
