@@ -208,7 +208,7 @@ class TransferConfig:
     concurrency: int = field(default=16, metadata=_meta(_at_least(1)))
     max_bytes_in_flight: ByteSize = field(default=DEFAULT_MAX_BYTES_IN_FLIGHT, metadata=_meta(_at_least(MiB)))
     multipart_threshold: ByteSize = field(
-        default=64 * MiB, metadata=_meta(_between(1, 5 * GiB, "S3 single uploads stop at 5 GiB"))
+        default=128 * MiB, metadata=_meta(_between(1, 5 * GiB, "S3 single uploads stop at 5 GiB"))
     )
     multipart_chunk_size: ByteSize = field(
         default=16 * MiB, metadata=_meta(_between(5 * MiB, 5 * GiB, "S3 parts are 5 MiB to 5 GiB"))

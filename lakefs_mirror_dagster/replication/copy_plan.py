@@ -65,5 +65,6 @@ def plan_range_copies(
     plan.destination_stats = listed_stats(destination, (t.dst_uri for t in plan.tasks))
     missing = [t for t in plan.tasks if plan.destination_stats.get(t.dst_uri) is None]
     for store in {id(t.src_store): t.src_store for t in missing}.values():
-        store.prepare_reads([t.src_uri for t in missing if t.src_store is store])
+        reads = [t for t in missing if t.src_store is store]
+        store.prepare_reads([t.src_uri for t in reads], [t.size for t in reads])
     return plan

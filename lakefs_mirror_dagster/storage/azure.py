@@ -130,7 +130,7 @@ class _NativeAzureRequests(NativeRequests):
             "timeout": timedelta(seconds=max(timeout_s, 3600.0)),
         }
 
-    def _new_store(self, bucket: str) -> Any:
+    def _new_store(self, bucket: str, *, for_parts: bool = False) -> Any:
         from obstore.store import AzureStore
 
         return AzureStore(bucket, config=self._config, client_options=self._client_options)

@@ -93,9 +93,10 @@ class Blockstore(ABC):
         """Objects whose URI starts with ``uri_prefix`` (a string prefix, as in S3: end it with ``/``
         to list a "directory" only)."""
 
-    def prepare_reads(self, uris: Sequence[str]) -> None:
-        """A hint that these objects will be read soon, so a store can fetch in bulk what their reads need
-        (the lakeFS API source: presigned URLs, a page of a thousand in one request). Nothing by default."""
+    def prepare_reads(self, uris: Sequence[str], sizes: Sequence[int | None] = ()) -> None:
+        """A hint that these objects (of these ``sizes``, where known) will be read soon, so a store can fetch in
+        bulk what their reads need (the lakeFS API source: presigned URLs, a page of a thousand in one request).
+        Nothing by default."""
         return None
 
     def write_buffer_size(self, size: int) -> int:
@@ -103,6 +104,12 @@ class Blockstore(ABC):
         buffers (the parts being sent and the one being filled; the whole object below a store's multipart
         threshold). A transfer pool's byte budget reserves it for each streamed copy (``ByteBudget``)."""
         return min(size, self.chunk_size)
+
+    def answers_md5(self, size: int) -> bool:
+        """Whether ``write_stream`` of ``size`` bytes answers with the MD5 the store itself computed of the bytes it
+        stored (S3 single PUTs without server-side encryption): then a copy may let the store check the bytes
+        against lakeFS's MD5 instead of hashing them here (``transfer.copy_object``)."""
+        return False
 
     def part_size(self, uri: str) -> int | None:
         """The size of the first part of an object stored in several parts, where the store can tell (S3

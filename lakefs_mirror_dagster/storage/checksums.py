@@ -155,7 +155,7 @@ class ContentHasher:
         self._whole = hashlib.md5(usedforsecurity=False)
         self._parts = [_PartHashes(p) for p in part_sizes]
 
-    def update(self, chunk: bytes) -> None:
+    def update(self, chunk: bytes | memoryview) -> None:
         self._whole.update(chunk)
         if self._parts:
             view = memoryview(chunk)
@@ -232,6 +232,24 @@ class VerifyingReader:
         if self._remaining == 0:
             self._finish()
         return chunk
+
+    def readinto(self, buffer: memoryview) -> int:
+        """``read`` into ``buffer`` (``streams.fill``), without a copy of the bytes in between."""
+        readinto = getattr(self._stream, "readinto", None)
+        if readinto is None:
+            chunk = self.read(len(buffer))
+            buffer[: len(chunk)] = chunk
+            return len(chunk)
+        n = int(readinto(buffer) or 0)
+        if not n:
+            if self._remaining == 0 and self.check is None:
+                self._finish()
+            return 0
+        self._hasher.update(buffer[:n])
+        self._remaining -= n
+        if self._remaining == 0:
+            self._finish()
+        return n
 
     def complete(self) -> None:
         """Check now if the whole object was read but not checked yet (a store that writes an empty object

@@ -46,26 +46,41 @@ class ErrorResponse(Exception):
 
 
 class Body:
-    """A GET body with ``read``/``close`` over obstore's chunk iterator."""
+    """A GET body with ``read``/``readinto``/``close`` over obstore's chunk iterator."""
 
     def __init__(self, chunks: Iterator[bytes]) -> None:
         self._chunks = chunks
         self._pending = memoryview(b"")
+
+    def _refill(self) -> bool:
+        """The next chunk into ``_pending`` when it is empty; False at the end of the body."""
+        if not self._pending:
+            try:
+                self._pending = memoryview(next(self._chunks))
+            except StopIteration:
+                return False
+            except Exception as exc:  # a body broken half-way is worth reading again, whatever broke it
+                raise ConnectionError(str(exc).splitlines()[0][:300]) from exc
+        return True
 
     def read(self, amt: int | None = None) -> bytes:
         if amt is None or amt < 0:
             rest = [bytes(self._pending), *self._chunks]
             self._pending = memoryview(b"")
             return b"".join(rest)
-        if not self._pending:
-            try:
-                self._pending = memoryview(next(self._chunks))
-            except StopIteration:
-                return b""
-            except Exception as exc:  # a body broken half-way is worth reading again, whatever broke it
-                raise ConnectionError(str(exc).splitlines()[0][:300]) from exc
+        if not self._refill():
+            return b""
         out, self._pending = self._pending[:amt], self._pending[amt:]
         return bytes(out)
+
+    def readinto(self, buffer: Any) -> int:
+        """``read`` straight into ``buffer``: the bytes are copied once, not twice."""
+        if not len(buffer) or not self._refill():
+            return 0
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
 
     def close(self) -> None:
         """Drop the rest: obstore closes the connection of a body abandoned half-way."""
@@ -103,17 +118,23 @@ class NativeRequests:
     """obstore stores, one per bucket or container (obstore binds a store to one), sharing one Rust runtime.
     Errors are raised as ``native_error`` gives them."""
 
-    def __init__(self) -> None:
-        self._stores: dict[str, Any] = {}
+    #: Whether single PUTs go without a signed payload (S3, ``s3_native``); multipart parts then go through stores
+    #: of their own (``_new_store(..., for_parts=True)``), which sign them.
+    unsigned_puts = False
 
-    def _new_store(self, bucket: str) -> Any:
-        """The obstore store of ``bucket``, built from the blockstore's settings."""
+    def __init__(self) -> None:
+        self._stores: dict[tuple[str, bool], Any] = {}
+
+    def _new_store(self, bucket: str, *, for_parts: bool = False) -> Any:
+        """The obstore store of ``bucket``, built from the blockstore's settings; ``for_parts``: the one that
+        sends the parts of multipart uploads (a store may sign those differently, see ``s3_native``)."""
         raise NotImplementedError
 
-    def _store(self, bucket: str) -> Any:
-        store = self._stores.get(bucket)
-        if store is None:
-            store = self._stores[bucket] = self._new_store(bucket)  # threads racing here build equal stores
+    def _store(self, bucket: str, *, for_parts: bool = False) -> Any:
+        for_parts = for_parts and self.unsigned_puts
+        store = self._stores.get((bucket, for_parts))
+        if store is None:  # threads racing here build equal stores
+            store = self._stores[(bucket, for_parts)] = self._new_store(bucket, for_parts=for_parts)
         return store
 
     def head(self, bucket: str, key: str) -> ObjectStat | None:
@@ -156,7 +177,7 @@ class NativeRequests:
 
         try:
             writer = obstore.open_writer(
-                self._store(bucket), key, buffer_size=part_size, max_concurrency=UPLOAD_CONCURRENCY
+                self._store(bucket, for_parts=True), key, buffer_size=part_size, max_concurrency=UPLOAD_CONCURRENCY
             )
         except Exception as exc:
             raise native_error(exc) from exc

@@ -2,8 +2,16 @@
 
 Credentials come from the boto3 session's provider chain on every refresh (obstore's ``Boto3CredentialProvider``),
 so profiles, session and refreshed credentials keep working. Addressing, SSE, timeouts and retries come from the
-store's settings. obstore sends no Content-MD5, but it signs every body, each part of a multipart upload too (the
-SigV4 payload hash), and the store refuses a body that does not match it, as it would a wrong Content-MD5.
+store's settings.
+
+What checks the bytes on their way into the store: obstore sends no Content-MD5. A single PUT goes with
+``UNSIGNED-PAYLOAD`` in place of the SHA-256 of its body (S3's SigV4 rules do not tie it to HTTPS, MinIO accepts
+it over HTTP; the signature still covers the request's headers), so neither this process nor the store hashes the
+body a second time; the store's answer is the MD5 of what it stored (its ETag), which ``transfer`` compares with
+lakeFS's MD5 (or, where it hashed the bytes itself, with theirs), deleting the object when they differ. Parts of
+a multipart upload have no ETag this package sees, so they stay signed: the store refuses a part whose SHA-256
+does not match. With server-side encryption asked for, the ETag may not be an MD5, so single PUTs are signed as
+well.
 A listing parsed by botocore cost as much CPU as the copies it checked (XML and dateutil per key); obstore parses
 it in Rust. Listings of prefixes that are not plain directories (obstore matches whole path segments and escapes some
 characters), server-side copies across buckets (obstore copies within one bucket only) and bucket calls stay on
@@ -62,6 +70,11 @@ class NativeS3Requests(NativeRequests):
             self._config["server_side_encryption"] = put_headers["x-amz-server-side-encryption"]
         if "x-amz-server-side-encryption-aws-kms-key-id" in put_headers:
             self._config["sse_kms_key_id"] = put_headers["x-amz-server-side-encryption-aws-kms-key-id"]
+        #: Single PUTs go unsigned where the store's ETag is the MD5 of what it stored (no SSE asked for: S3's ETag
+        #: of an SSE-KMS object, and MinIO's of any encrypted one, is not), which is compared with the MD5 of the
+        #: bytes sent; multipart parts stay signed (module docstring).
+        self.unsigned_puts = "x-amz-server-side-encryption" not in put_headers
+        self._config["unsigned_payload"] = self.unsigned_puts
         self._client_options: ClientConfig = {
             "allow_http": True,
             "allow_invalid_certificates": not verify_tls,
@@ -71,12 +84,12 @@ class NativeS3Requests(NativeRequests):
         }
         self._retry: RetryConfig = {"max_retries": max_attempts - 1, "retry_timeout": timedelta(seconds=120)}
 
-    def _new_store(self, bucket: str) -> Any:
+    def _new_store(self, bucket: str, *, for_parts: bool = False) -> Any:
         from obstore.store import S3Store
 
         return S3Store(
             bucket,
-            config=self._config,
+            config={**self._config, "unsigned_payload": False} if for_parts else self._config,
             client_options=self._client_options,
             retry_config=self._retry,
             credential_provider=self._provider,

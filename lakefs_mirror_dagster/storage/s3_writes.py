@@ -8,11 +8,13 @@ and a failed multipart upload is aborted, so S3 never exposes a partial object.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 from typing import Any
 
 from .base import ObjectStat, ReadableStream
+from .errors import ChecksumMismatchError
 from .native import UPLOAD_PARTS_HELD, ErrorResponse
 from .s3_client import MAX_PARTS, MiB, S3Connection
 from .s3_direct import as_client_error
@@ -34,6 +36,10 @@ class S3Writes(S3Connection):
         if size < self.multipart_threshold:
             return size + 1
         return self._part_size(size) * (UPLOAD_PARTS_HELD if self._direct is not None else 1)
+
+    def answers_md5(self, size: int) -> bool:
+        # a single PUT's ETag is the MD5 of what S3 (or MinIO) stored, unless server-side encryption is asked for
+        return size < self.multipart_threshold and not self._sse
 
     def write_stream(self, uri: str, stream: ReadableStream, size: int | None = None) -> ObjectStat:
         bucket, key = self._split(uri)
@@ -109,7 +115,17 @@ class S3Writes(S3Connection):
     def write_bytes(self, uri: str, data: bytes) -> ObjectStat:
         if len(data) < self.multipart_threshold:
             bucket, key = self._split(uri)
-            return self._put(bucket, key, uri, bytes(data))
+            stat = self._put(bucket, key, uri, bytes(data))
+            if self._direct is not None and self._direct.unsigned_puts:  # an unsigned PUT: the store's MD5 checks it
+                sent = hashlib.md5(data, usedforsecurity=False).hexdigest()
+                if stat.etag is not None and stat.etag.lower() != sent:
+                    self.delete(uri)
+                    raise ChecksumMismatchError(
+                        f"write {uri}: the store stored bytes with MD5 {stat.etag}, the bytes sent have MD5 {sent}; "
+                        "deleted",
+                        uri=uri,
+                    )
+            return stat
         return self.write_stream(uri, io.BytesIO(data), len(data))
 
     def delete(self, uri: str) -> None:

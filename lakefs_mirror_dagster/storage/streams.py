@@ -25,6 +25,8 @@ __all__ = [
 #: The largest single read ``fill`` makes: one read of n bytes from an HTTP body costs two or three
 #: temporary copies of n bytes in http.client and urllib3, so a part is read in pieces of this size.
 READ_PIECE = 1024 * 1024
+#: The largest ``readinto`` ``fill`` asks for: above a buffered reader's 1 MiB buffer, so it reads into ours.
+_READINTO_PIECE = 4 * READ_PIECE
 
 
 def read_exact(stream: ReadableStream, n: int) -> bytes:
@@ -42,16 +44,23 @@ def read_exact(stream: ReadableStream, n: int) -> bytes:
 
 def fill(stream: ReadableStream, n: int) -> bytearray:
     """Read up to ``n`` bytes into one buffer, ``READ_PIECE`` at a time; fewer only at end of stream. A part
-    read this way costs its own size in memory (``read_exact`` of a large part costs up to three times it)."""
+    read this way costs its own size in memory (``read_exact`` of a large part costs up to three times it).
+    A stream with ``readinto`` (a buffered store body, ``VerifyingReader``) writes straight into the buffer, in
+    pieces larger than a 1 MiB read buffer, which a buffered reader then passes by."""
     buffer = bytearray(n)
     filled = 0
+    readinto = getattr(stream, "readinto", None)
     with memoryview(buffer) as view:
         while filled < n:
-            piece = stream.read(min(READ_PIECE, n - filled))
-            if not piece:
+            if readinto is not None:
+                got = readinto(view[filled : filled + min(_READINTO_PIECE, n - filled)])
+            else:
+                piece = stream.read(min(READ_PIECE, n - filled))
+                got = len(piece)
+                view[filled : filled + got] = piece
+            if not got:
                 break
-            view[filled : filled + len(piece)] = piece
-            filled += len(piece)
+            filled += got
     del buffer[filled:]
     return buffer
 
@@ -160,6 +169,8 @@ class BodyReader(io.RawIOBase):
         if len(buffer) == 0:
             return 0
         try:
+            if hasattr(self._body, "readinto"):  # obstore's body copies straight into the buffer
+                return int(self._body.readinto(buffer))
             data = self._body.read(len(buffer))
         except Exception as exc:
             raise self._on_error(exc) from exc

@@ -91,6 +91,20 @@ def copy_object(
         part_sizes = (own, *part_sizes)
     expected = ExpectedContent(etag, size, part_sizes, discover, previous_md5)
     held = budget.hold(dst_store.write_buffer_size(size)) if budget is not None else nullcontext()
+    if _store_checks(dst_store, expected):
+        with held, src_store.open_read(src_uri) as stream:
+            stat = dst_store.write_stream(dst_uri, stream, size)
+        found = RecordedChecksum.parse(stat.etag)
+        if found.may_be_content_md5 and found.hex == expected.recorded.hex:
+            return CopyResult(src_uri, dst_uri, stat.size, "stream", Check.MD5)
+        dst_store.delete(dst_uri)
+        # the store's MD5 of the bytes (the pool reads them again at once, hashing them for a multipart layout)
+        raise ChecksumMismatchError(
+            f"copy {src_uri}: lakeFS recorded {expected.recorded.hex}, the destination stored bytes with MD5 "
+            f"{stat.etag}; deleted",
+            uri=src_uri,
+            content_md5=found.hex if found.may_be_content_md5 else _NOT_AN_MD5,
+        )
     with held, src_store.open_read(src_uri) as stream:
         reader = VerifyingReader(stream, expected, uri=src_uri)
         stat = dst_store.write_stream(dst_uri, reader, size)
@@ -101,6 +115,24 @@ def copy_object(
         raise
     _check_stored(dst_store, dst_uri, stat, reader.md5)
     return CopyResult(src_uri, dst_uri, stat.size, "stream", reader.check, reader.part_size)
+
+
+#: ``content_md5`` of a mismatch whose destination answered no MD5: the retry then hashes the bytes here.
+_NOT_AN_MD5 = "-"
+
+
+def _store_checks(dst_store: Blockstore, expected: ExpectedContent) -> bool:
+    """Whether the destination's own MD5 of what it stores may check the copy instead of an MD5 computed here
+    (``Blockstore.answers_md5``): the checksum lakeFS recorded is a plain MD5-like one (no ``-<parts>``), and
+    neither an earlier read of this object nor an earlier object of this pool suggests a multipart layout, which
+    only hashing here can check. A mismatch is deleted and read again with hashing (``TransferPool``)."""
+    return (
+        expected.recorded.may_be_content_md5
+        and not expected.discover
+        and expected.previous_md5 is None
+        and not expected.part_sizes
+        and dst_store.answers_md5(expected.size)
+    )
 
 
 def _check_stored(dst_store: Blockstore, dst_uri: str, stat: ObjectStat, sent_md5: str | None) -> None:

@@ -110,7 +110,7 @@ def test_documented_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     assert (config.auth.cache.size, config.auth.cache.ttl) == (1024, timedelta(seconds=20))
 
     assert config.transfer.concurrency == 16
-    assert config.transfer.multipart_threshold == 64 * MiB
+    assert config.transfer.multipart_threshold == 128 * MiB
     assert config.transfer.multipart_chunk_size == 16 * MiB
     assert config.transfer.strict_full_addresses is False
     assert config.transfer.mode == "copy"

@@ -134,7 +134,7 @@ def test_large_object_is_copied_with_multipart(lakefs_env, service_for, unique_n
     src, dst = svc_a.client("region-a"), svc_c.client("region-c")
     repo, name = unique_name("big"), unique_name("mirror")
     src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
-    big = content("big", 1024 * 1024) * 101  # 101 MiB, above the 64 MiB multipart threshold
+    big = content("big", 1024 * 1024) * 129  # 129 MiB, above the 128 MiB multipart threshold
     src.upload_object(repo, "main", "big.bin", big)
     src.commit(repo, "main", "big object")
     svc_a.create_mirror(

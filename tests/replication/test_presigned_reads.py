@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from lakefs_mirror_dagster.replication.source import PRESIGN_MIN_OBJECTS, ApiObjectReader
+from lakefs_mirror_dagster.replication.source import PRESIGN_MIN_BYTES, PRESIGN_MIN_OBJECTS, ApiObjectReader
 
 from .conftest import assert_mirror_equals_source, assert_ref_complete, content
 
@@ -131,3 +131,24 @@ def test_an_unreachable_store_falls_back_to_lakefs_once_and_never_logs_the_url(
     reader.prepare_reads(uris)  # paused: no new URLs are fetched for a while
     with reader.open_read(uris[5]) as stream:
         assert stream.read() == b"from lakefs"
+
+
+class _CountsPages(_ServesThroughLakeFS):
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.pages = 0
+
+    def presigned_addresses(self, repo: str, ref: str, *, after: str, amount: int = 1000):  # type: ignore[no-untyped-def]
+        self.pages += 1
+        return super().presigned_addresses(repo, ref, after=after, amount=amount)
+
+
+def test_a_few_large_objects_are_read_presigned_too() -> None:
+    """A page of presigned URLs pays for few objects when they are large: lakeFS would serve all their bytes."""
+    client = _CountsPages("http://127.0.0.1:9")
+    reader = ApiObjectReader(client)  # type: ignore[arg-type]
+    uris = [ApiObjectReader.uri("repo", "c1", f"k{i:04d}") for i in range(3)]
+    reader.prepare_reads(uris, [1024, 2048, None])  # a few small objects: lakeFS serves them, no page
+    assert client.pages == 0
+    reader.prepare_reads(uris, [PRESIGN_MIN_BYTES // 2, PRESIGN_MIN_BYTES // 2, None])
+    assert client.pages == 1

@@ -300,3 +300,49 @@ def test_bad_settings_fail_clearly(kwargs: dict[str, object], message: str) -> N
     settings.update(kwargs)
     with pytest.raises(ValueError, match=message):
         S3Blockstore(**settings)  # type: ignore[arg-type]
+
+
+def test_single_puts_go_unsigned_and_multipart_parts_signed(s3_server: S3ServerLike, bucket: str) -> None:
+    """A single PUT carries UNSIGNED-PAYLOAD (the store's MD5 ETag checks it, so nobody hashes SHA-256 of the
+    body); MinIO accepts that over plain HTTP. Multipart parts, whose ETags this package never sees, stay signed,
+    and so does every body when server-side encryption may make the ETag something else than an MD5."""
+    store = s3_store_for(s3_server)
+    small, large = os.urandom(MiB), os.urandom(12 * MiB)
+    assert store.write_bytes(f"s3://{bucket}/one-put", small).etag == md5(small)
+    assert store.write_stream(f"s3://{bucket}/in-parts", io.BytesIO(large), len(large)).etag.endswith("-3")  # type: ignore[union-attr]
+    assert store.read_bytes(f"s3://{bucket}/one-put") == small
+    assert hashlib.sha256(store.read_bytes(f"s3://{bucket}/in-parts")).digest() == hashlib.sha256(large).digest()
+    direct = store._direct
+    assert direct is not None
+    assert direct._store(bucket).config["unsigned_payload"] == "true"
+    assert direct._store(bucket, for_parts=True).config["unsigned_payload"] == "false"
+    encrypted = s3_store_for(s3_server, server_side_encryption="AES256")._direct
+    assert encrypted is not None and not encrypted.unsigned_puts
+    assert encrypted._store(bucket).config["unsigned_payload"] == "false"
+
+
+def test_objects_below_the_default_threshold_copy_in_one_put_checked_by_md5(
+    s3_server: S3ServerLike, bucket: str
+) -> None:
+    """With the default ``transfer`` sizes a 64 MiB object is one PUT: its ETag at the mirror is its MD5, which
+    validation compares in full (a multipart ETag validates by size only)."""
+    from lakefs_mirror_dagster.config.sections import TransferConfig
+
+    sizes = TransferConfig()
+    store = s3_store_for(
+        s3_server, multipart_threshold=sizes.multipart_threshold, multipart_chunk_size=sizes.multipart_chunk_size
+    )
+    data = os.urandom(64 * MiB)
+    store.write_bytes(f"s3://{bucket}/src", data)
+    result = copy_object(
+        store,
+        f"s3://{bucket}/src",
+        store,
+        f"s3://{bucket}/dst",
+        size=len(data),
+        etag=md5(data),
+        allow_server_side=False,
+    )
+    assert (result.method, str(result.check)) == ("stream", "md5")
+    assert store.stat(f"s3://{bucket}/dst") == store.stat(f"s3://{bucket}/src")
+    assert store.write_buffer_size(len(data)) == len(data) + 1  # the whole object, from the byte budget

@@ -29,6 +29,7 @@ from lakefs_mirror_dagster.storage import (
     copy_object,
 )
 from lakefs_mirror_dagster.storage.base import ReadableStream
+from lakefs_mirror_dagster.storage.checksums import Check, multipart_etag
 
 from .conftest import MiB, S3ServerLike, s3_store_for
 
@@ -361,3 +362,53 @@ def test_pool_copies_again_an_s3_object_whose_md5_differs(
     assert (summary.copied, summary.skipped, summary.failed) == (1, 0, [])
     assert s3.read_bytes(f"s3://{bucket}/o") == data
     assert TransferPool(concurrency=1).run([task]).skipped == 1
+
+
+def test_an_s3_destination_checks_single_puts_by_its_own_md5(
+    s3_server: S3ServerLike, make_bucket: Callable[[str], str], tmp_path: Path
+) -> None:
+    """Below the multipart threshold S3 answers a PUT with the MD5 of what it stored, so the copy is checked by
+    it instead of being hashed here: bytes that match lakeFS's MD5 are kept (check ``md5``), others are deleted
+    and read again, hashed here, and refused; an object written in parts (lakeFS recorded its multipart ETag)
+    is read a second time to find its part size, and the objects after it are hashed here from the start."""
+    local = LocalBlockstore(root=tmp_path)
+    s3 = s3_store_for(s3_server, multipart_threshold=32 * MiB)
+    bucket = make_bucket("storemd5")
+    good, rotten = os.urandom(3 * MiB), bytearray(os.urandom(3 * MiB))
+    local.write_bytes("local://ns/good", good)
+    local.write_bytes("local://ns/rotten", bytes(rotten))
+    assert s3.answers_md5(len(good)) and not s3.answers_md5(32 * MiB)
+    result = copy_object(local, "local://ns/good", s3, f"s3://{bucket}/good", size=len(good), etag=_md5(good))
+    assert (result.method, result.check) == ("stream", Check.MD5)
+    assert s3.read_bytes(f"s3://{bucket}/good") == good
+
+    rotten[5] ^= 1  # lakeFS saw other bytes than the source holds now
+    damaged = CopyTask(local, "local://ns/rotten", s3, f"s3://{bucket}/rotten", len(rotten), _md5(bytes(rotten)))
+    summary = TransferPool(concurrency=1, max_attempts=2, sleep=lambda _s: None).run([damaged])
+    assert [(f.error_type, f.attempts) for f in summary.failed] == [("ChecksumMismatchError", 2)]
+    assert "nothing was stored" in summary.failed[0].reason  # the second read was hashed here and refused
+    assert s3.stat(f"s3://{bucket}/rotten") is None
+
+    objects = {f"local://ns/mp{i}": os.urandom(11 * MiB + i) for i in range(3)}
+    for uri, data in objects.items():
+        local.write_bytes(uri, data)
+    reads: list[str] = []
+    original = local.open_read
+
+    def open_read(uri: str) -> BinaryIO:
+        reads.append(uri)
+        return original(uri)
+
+    local.open_read = open_read  # type: ignore[method-assign]
+    tasks = [
+        CopyTask(local, u, s3, f"s3://{bucket}/{u[-3:]}", len(d), _multipart(d, 5 * MiB)) for u, d in objects.items()
+    ]
+    summary = TransferPool(concurrency=1, sleep=lambda _s: pytest.fail("no back-off")).run(tasks)
+    assert summary.failed == [] and summary.checks == {"multipart_md5": 3}
+    assert len(reads) == 4, "only the first object should be read twice"
+    assert all(s3.read_bytes(f"s3://{bucket}/{u[-3:]}") == d for u, d in objects.items())
+
+
+def _multipart(data: bytes, part_size: int) -> str:
+    """What lakeFS's gateway records for ``data`` uploaded in parts: the multipart ETag without its suffix."""
+    return multipart_etag(hashlib.md5(data[i : i + part_size]).digest() for i in range(0, len(data), part_size))
