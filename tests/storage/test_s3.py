@@ -300,3 +300,17 @@ def test_bad_settings_fail_clearly(kwargs: dict[str, object], message: str) -> N
     settings.update(kwargs)
     with pytest.raises(ValueError, match=message):
         S3Blockstore(**settings)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("prefix", ["ns/data/", "ns/da"], ids=["obstore", "boto3"])
+def test_a_listing_starts_after_a_given_uri(s3_store: S3Blockstore, bucket: str, prefix: str) -> None:
+    """``start_after`` is S3's StartAfter on both listing paths: only keys sorting after it, across pages."""
+    keys = [f"ns/data/{i:05d}" for i in range(1100)]
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda k: s3_store.write_bytes(f"s3://{bucket}/{k}", b"x"), keys))
+    after = [i.uri for i in s3_store.list_prefix(f"s3://{bucket}/{prefix}", start_after=f"s3://{bucket}/ns/data/0004")]
+    assert after == [f"s3://{bucket}/{k}" for k in keys[40:]]
+    between = s3_store.list_prefix(f"s3://{bucket}/{prefix}", start_after=f"s3://{bucket}/ns/data/00049")
+    assert next(between).uri == f"s3://{bucket}/ns/data/00050"
+    assert list(s3_store.list_prefix(f"s3://{bucket}/{prefix}", start_after=f"s3://{bucket}z/a")) == []
+    assert len(list(s3_store.list_prefix(f"s3://{bucket}/{prefix}", start_after=f"s3://{bucket}"))) == 1100
