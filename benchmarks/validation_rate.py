@@ -9,8 +9,8 @@ range files and the objects, so no mirror and no backfill are needed):
    for 1,000 and for 10,000 keys a page: S3 sends at most 1,000), and obstore split into ``--split`` key spans
    listed at once (``StartAfter`` at each span's first key); each with wall seconds, this process's CPU and
    MinIO's.
-2. **our validators**, in a child process per tree (``--baseline TREE``, then this one) so both read the same
-   objects in the same run: ``in_process_validator`` (``--validator-workers`` threads) and ``SparkRangeValidator``
+2. **our validators**, in a child process per tree (each ``--baseline TREE``, then this one) so all read the
+   same objects in the same run: ``in_process_validator`` (``--validator-workers`` threads) and ``SparkRangeValidator``
    on ``local[2]`` (second call; the first also starts Spark's Python workers), with the child's CPU (the Spark
    workers' too) and MinIO's. ``--profile`` prints the in-process validator's top functions (cProfile).
 
@@ -281,7 +281,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--objects", type=int, default=50_000, help="objects in the repository")
     parser.add_argument("--object-size", type=int, default=1024, help="bytes per object")
-    parser.add_argument("--baseline", type=Path, help="a tree to measure too, before this one (its package root)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        action="append",
+        default=[],
+        help="a tree to measure too, before this one (its package root; repeatable)",
+    )
     parser.add_argument("--split", type=int, default=4, help="key spans of the split raw listing")
     parser.add_argument("--validator-workers", type=int, default=3, help="threads of the in-process validator")
     parser.add_argument("--spark-partitions", type=int, default=3, help="as validator.num_workers on Dagster")
@@ -290,9 +296,7 @@ def main() -> None:
     args = parser.parse_args()
     if min(args.objects, args.object_size, args.split, args.validator_workers, args.spark_partitions) < 1:
         parser.error("counts and sizes must be at least 1")
-    trees = {"this tree": HERE}
-    if args.baseline is not None:
-        trees = {"baseline": args.baseline.resolve(), **trees}
+    trees = {**{tree.resolve().name: tree.resolve() for tree in args.baseline}, "this tree": HERE}
     print(f"start: {fx.machine_load()}", flush=True)
     with fx.bench_environment((RegionSpec("region-a", "s3:minio-a"),)) as env:
         region = env.region("region-a")
