@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from ..lakefs import Commit
-from ..storage import Blockstore, DirectoryListings
+from ..storage import Blockstore
 from .range_changes import RangeReads
 from .results import RefKind, RefResult, TransferStats
 from .validation import RangeValidation, validate_range
@@ -62,19 +62,10 @@ def in_process_validator(
     transfer read of the same ranges in this pass)."""
 
     def validate(batch: RangeBatch) -> list[RangeValidation]:
-        # ranges sharing a data directory list it once (a lone range would only read past its span for nothing)
-        listings = DirectoryListings() if len(batch) > 1 else None
-
         def one(range_id: str) -> RangeValidation:
             bases = batch[range_id]
             return validate_range(
-                store,
-                namespace,
-                range_id,
-                strict_full_addresses=strict,
-                base_ranges=bases,
-                reads=reads,
-                listings=listings,
+                store, namespace, range_id, strict_full_addresses=strict, base_ranges=bases, reads=reads
             )
 
         with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="validate") as pool:

@@ -13,15 +13,7 @@ from dataclasses import dataclass, field
 from ..graveler.range_id import verify_range_file
 from ..graveler.ranges import EntryLocation, iter_range_refs
 from ..graveler.sstable import SSTableError
-from ..storage import (
-    Blockstore,
-    Check,
-    DirectoryListings,
-    ObjectNotFound,
-    StorageError,
-    at_rest_check,
-    listed_stats,
-)
+from ..storage import Blockstore, Check, ObjectNotFound, StorageError, at_rest_check, listed_stats
 from ..storage.uri import join_namespace
 from .range_changes import RangeReads, range_changes
 
@@ -94,15 +86,13 @@ def validate_range(
     strict_full_addresses: bool = False,
     base_ranges: Sequence[str] = (),
     reads: RangeReads | None = None,
-    listings: DirectoryListings | None = None,
 ) -> RangeValidation:
     """Check the range file at the destination hashes to its ID and every object it names is there with
     the size the entry records and, where the store's ETag can be compared with the entry's checksum
     (``at_rest_check``), a matching one. Objects are looked up by listing their directories where many share
     one (``listed_stats``), else by HEAD. Entries byte-identical to an entry of ``base_ranges`` (validated
     ranges the new one replaces) are counted without a second look (``range_changes``; ``reads`` is the pass's
-    memo of what its transfer read; ``listings`` shares directory listings with the other ranges of a batch).
-    Never raises for a data problem: the result says what is wrong."""
+    memo of what its transfer read). Never raises for a data problem: the result says what is wrong."""
     result = RangeValidation(range_id=range_id, strict_full_addresses=strict_full_addresses)
     try:
         uri = metadata_uri(namespace, range_id)
@@ -122,7 +112,7 @@ def validate_range(
                     result.full_addresses.append(address)
             else:
                 to_check.append((join_namespace(namespace, address), entry))
-        listed = listed_stats(store, (object_uri for object_uri, _ in to_check), listings=listings)
+        listed = listed_stats(store, (object_uri for object_uri, _ in to_check))
         for object_uri, (key, address, _, size, etag) in to_check:
             stat = listed[object_uri] if object_uri in listed else store.stat(object_uri)
             if stat is None:

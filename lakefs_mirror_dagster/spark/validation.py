@@ -30,17 +30,10 @@ __all__ = ["SparkRangeValidator"]
 def _validate_partition(
     settings: Any, namespace: str, strict: bool, ranges: Iterable[tuple[str, tuple[str, ...]]]
 ) -> Iterator[RangeValidation]:
-    """Runs inside a Spark task: one blockstore per partition, then every (range, its bases) of the partition
-    (consecutive ranges of the batch, sharing the listings of the data directories they have in common)."""
-    from ..storage import DirectoryListings
-
+    """Runs inside a Spark task: one blockstore per partition, then every (range, its bases) of the partition."""
     store = settings.value.build()  # the broadcast StoreSpec
-    pairs = list(ranges)  # IDs only
-    listings = DirectoryListings() if len(pairs) > 1 else None
-    for range_id, base_ranges in pairs:
-        yield validate_range(
-            store, namespace, range_id, strict_full_addresses=strict, base_ranges=base_ranges, listings=listings
-        )
+    for range_id, base_ranges in ranges:
+        yield validate_range(store, namespace, range_id, strict_full_addresses=strict, base_ranges=base_ranges)
 
 
 class SparkRangeValidator:

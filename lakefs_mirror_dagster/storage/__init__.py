@@ -23,7 +23,7 @@ from .errors import (
     UnsupportedStorageError,
 )
 from .local import LocalBlockstore
-from .presence import DirectoryListings, listed_stats
+from .presence import listed_stats
 from .registry import StoreRegistry, StoreSpec, build_blockstore
 from .s3 import S3Blockstore
 from .transfer import CopyResult, CopyTask, TransferFailure, TransferPool, TransferSummary, copy_object
@@ -43,7 +43,6 @@ __all__ = [
     "ChecksumMismatchError",
     "CopyResult",
     "CopyTask",
-    "DirectoryListings",
     "GCSBlockstore",
     "InvalidStorageURI",
     "LocalBlockstore",

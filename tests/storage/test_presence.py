@@ -11,7 +11,6 @@ import pytest
 from lakefs_mirror_dagster.storage import (
     Blockstore,
     CopyTask,
-    DirectoryListings,
     LocalBlockstore,
     ObjectInfo,
     S3Blockstore,
@@ -131,15 +130,12 @@ def test_bad_parameters_are_refused(store: CountingStore) -> None:
         listed_stats(store, [], min_per_directory=0)
 
 
-@pytest.mark.parametrize("batch", [False, True], ids=["range by range", "one batch"])
-def test_ranges_sharing_a_directory_list_it_once_and_still_catch_bad_objects(
-    s3_store: S3Blockstore, bucket: str, monkeypatch: pytest.MonkeyPatch, batch: bool
+def test_ranges_sharing_a_directory_list_their_own_spans_and_still_catch_bad_objects(
+    s3_store: S3Blockstore, bucket: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Two ranges of one commit whose objects share one data directory on S3 (as lakeFS's uploads do): range
-    by range, each lists only its half of the directory; in one batch (the in-process validator) the first
-    listing serves both. Either way a missing object (the first of the second range's span), one of the
-    wrong size (its last) and one with the wrong MD5 (in between) fail that range, and only that one."""
-    from lakefs_mirror_dagster.replication import in_process_validator
+    """Two ranges of one commit whose objects share one data directory on S3 (as lakeFS's uploads do): each
+    range's validation lists only its half of the directory, and a missing object (the first of its span),
+    one of the wrong size (the last) and one with the wrong MD5 (in between) still fail that range."""
     from lakefs_mirror_dagster.replication.validation import metadata_uri, validate_range
     from tests.graveler.sstable_writer import encode_entry, write_lakefs_file
 
@@ -158,45 +154,17 @@ def test_ranges_sharing_a_directory_list_it_once_and_still_catch_bad_objects(
     s3_store.write_bytes(f"{namespace}/{short}", bodies[short][:-1])
     s3_store.write_bytes(f"{namespace}/{other_md5}", bodies[other_md5].upper())
 
-    listings: list[str] = []
     listed: list[str] = []
     original = s3_store.list_prefix
 
     def counting(uri_prefix: str, *, start_after: str | None = None) -> Iterator[ObjectInfo]:
-        listings.append(uri_prefix)
         for info in original(uri_prefix, start_after=start_after):
             listed.append(info.uri)
             yield info
 
     monkeypatch.setattr(s3_store, "list_prefix", counting)
-    if batch:
-        validate = in_process_validator(s3_store, namespace, workers=1, strict=False)
-        good, bad = validate({lf.range_id: () for lf in ranges})
-    else:
-        good, bad = (validate_range(s3_store, namespace, lf.range_id) for lf in ranges)
+    good, bad = (validate_range(s3_store, namespace, lf.range_id) for lf in ranges)
     assert good.ok and good.objects == count // 2, good
     assert not bad.ok and bad.missing_count == 3, bad
     assert [m.split(" (")[1].split(")")[0] for m in bad.missing] == [missing, other_md5, short]
-    assert len(listed) <= count + 1, f"{len(listed)} names listed for {count} objects: the ranges overlapped"
-    assert len(listings) == (1 if batch else 2)
-
-
-def test_a_batch_lists_a_directory_again_only_for_a_span_its_listing_did_not_cover(store: CountingStore) -> None:
-    """Shared listings never answer for names they did not reach: a range whose span starts before the
-    listing in hand (ranges validated out of order) lists again, and a listing cut by its budget covers only
-    what it read."""
-    everything = fill(store, "local://ns/data/p1/", 300)
-    listings = DirectoryListings()
-    gone = "local://ns/data/p1/gone"  # sorts before every obj-*: the second span starts before the first listing
-    later = listed_stats(store, everything[200:], min_per_directory=4, listings=listings)
-    earlier = listed_stats(store, [gone, *everything[:100]], min_per_directory=4, listings=listings)
-    again = listed_stats(store, everything[250:], min_per_directory=4, listings=listings)
-    assert (listings.listings, len(store.listings)) == (2, 2), "the third span was covered by the second listing"
-    assert set(later) == set(everything[200:]) and set(again) == set(everything[250:])
-    assert earlier[gone] is None and all(earlier[u] is not None for u in everything[:100])
-    assert all(v is not None for v in [*later.values(), *again.values()])
-
-    cut = DirectoryListings()
-    few = [everything[0], everything[1], everything[2], everything[3], everything[299]]
-    settled = listed_stats(store, few, min_per_directory=4, overscan=2, listings=cut)
-    assert set(settled) == set(few[:4]) and all(settled.values()), "names past the budget were guessed"
+    assert len(listed) <= count + 2, f"{len(listed)} names listed for {count} objects: the ranges overlapped"
