@@ -310,7 +310,9 @@ def main() -> None:
             metarange_id = client.get_commit(built.name, built.commit_id).metarange_id
         finally:
             client.close()
-        print(f"\nvalidation of {built.objects:,} objects in one directory ({fx.machine_load()})", flush=True)
+        print(
+            f"\nvalidation of {built.objects:,} objects in data directories of 50,000 ({fx.machine_load()})", flush=True
+        )
         for label, f in _raw_listings(built, minio, args.split).items():
             print(_line(f"raw list: {label}", f), f"[{_load()}]", flush=True)
         spec = {
