@@ -168,18 +168,3 @@ def test_ranges_sharing_a_directory_list_their_own_spans_and_still_catch_bad_obj
     assert not bad.ok and bad.missing_count == 3, bad
     assert [m.split(" (")[1].split(")")[0] for m in bad.missing] == [missing, other_md5, short]
     assert len(listed) <= count + 2, f"{len(listed)} names listed for {count} objects: the ranges overlapped"
-
-
-def test_many_wanted_names_are_listed_in_spans_at_once_and_settle_the_same(store: CountingStore) -> None:
-    """A directory wanting more than ``span_objects`` names is listed in several spans at once; names absent
-    at a span's edge are still settled absent, and no span lists far beyond its own names."""
-    everything = fill(store, "local://ns/data/p1/", 120)
-    gone = ["local://ns/data/p1/obj-0029-gone", "local://ns/data/p1/obj-0090-gone"]
-    wanted = [*everything[10:110], *gone]
-    settled = listed_stats(store, wanted, min_per_directory=4, span_objects=25)
-    assert len(store.listings) == 4
-    assert store.listed <= 100 + 4, "a span listed past its last name"
-    assert {uri: s.size if s else None for uri, s in settled.items()} == {
-        **dict.fromkeys(everything[10:110], 3),
-        **dict.fromkeys(gone, None),
-    }
