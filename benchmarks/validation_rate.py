@@ -1,4 +1,4 @@
-"""Validation of N objects in one directory: MinIO's own listing rate against our validators', in objects/s.
+"""Validation of N objects in directories of 50,000: MinIO's own listing rate against our validators', in objects/s.
 
 Builds ``--objects`` objects of ``--object-size`` bytes in one region with the ranges builder (``_ranges_build.py``:
 objects at ``data/<partition>/<id>``, a new partition every 50,000, as lakeFS's upload paths; range files and a
