@@ -12,7 +12,8 @@ range files and the objects, so no mirror and no backfill are needed):
 2. **our validators**, in a child process per tree (each ``--baseline TREE``, then this one) so all read the
    same objects in the same run: ``in_process_validator`` (``--validator-workers`` threads) and ``SparkRangeValidator``
    on ``local[2]`` (second call; the first also starts Spark's Python workers), with the child's CPU (the Spark
-   workers' too) and MinIO's. ``--profile`` prints the in-process validator's top functions (cProfile).
+   workers' too) and MinIO's. ``--profile`` first validates the ranges one after another in one thread
+   under cProfile and prints its top functions.
 
 Each figure is printed as objects/s next to the goal (1,000,000 objects in <= 60 s: 16,667 objects/s) and the
 load average, with what 1,000,000 objects would take at that rate.
@@ -132,22 +133,24 @@ def _child(spec: dict[str, Any]) -> None:
 
         validate = in_process_validator(store, namespace, workers=spec["validator_workers"], strict=False)
         validate(dict.fromkeys(range_ids[:0], ()))  # nothing: imports done before the clock starts
-        profiler = None
-        if spec["profile"]:
+        if spec["profile"]:  # cProfile sees one thread: the ranges one after another in this one
             import cProfile
-
-            profiler = cProfile.Profile()
-            profiler.enable()
-        with Measure(spec["minio_pid"]) as m:
-            objects = check(validate(batch), "in-process")
-        if profiler is not None:
             import io
             import pstats
 
-            profiler.disable()
+            from lakefs_mirror_dagster.replication import validate_range
+
+            profiler = cProfile.Profile()
+            with Measure(spec["minio_pid"]) as m:
+                profiler.enable()
+                objects = check([validate_range(store, namespace, rid) for rid in range_ids], "profiled")
+                profiler.disable()
             text = io.StringIO()
-            pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(15)
+            pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(20)
             print(text.getvalue(), file=sys.stderr)
+            out["profiled"] = m.figures(objects)
+        with Measure(spec["minio_pid"]) as m:
+            objects = check(validate(batch), "in-process")
         out["in_process"] = m.figures(objects)
         if spec["spark"]:
             out.update(_spark_figures(spec, service, store_spec, range_ids, check))
@@ -330,6 +333,7 @@ def main() -> None:
             figures = _run_tree(tree, spec)
             print(f"  {label}: {figures['package']}, {figures['ranges']} ranges", flush=True)
             for key, name in (
+                ("profiled", "one thread, cProfile"),
                 ("in_process", "in-process"),
                 ("spark_1st", "Spark local[2], 1st"),
                 ("spark", "Spark local[2]"),
