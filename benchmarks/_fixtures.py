@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import yaml
+from _spark import local_spark
 from lakefs_mirror_devenv import Environment, LakeFSRegion, MinioInstance, RegionSpec, environment_up
 from lakefs_mirror_devenv.environment import stop_environment
 
@@ -600,24 +601,6 @@ def run_sync(
     if not result.ok:
         raise RuntimeError(f"sync of {mirror} failed: {json.dumps(result.to_json())[:3000]}")
     return seconds, result, reads
-
-
-def local_spark(warehouse: Path) -> Any:
-    """A local-mode SparkSession (``local[2]``) on loopback, built like the test suite's ``spark`` fixture."""
-    from pyspark.sql import SparkSession
-
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers must import this package
-    return (
-        SparkSession.builder.master("local[2]")
-        .appName("lakefs-mirror-bench")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.sql.shuffle.partitions", "4")
-        .getOrCreate()
-    )
 
 
 @dataclass

@@ -188,7 +188,7 @@ class ApiObjectReader(Blockstore):
     def delete(self, uri: str) -> None:
         raise StorageError("the lakeFS API source is read-only", uri=uri)
 
-    def list_prefix(self, uri_prefix: str) -> Iterator[ObjectInfo]:
+    def list_prefix(self, uri_prefix: str, *, start_after: str | None = None) -> Iterator[ObjectInfo]:
         raise StorageError("listing is not supported through the lakeFS API source", uri=uri_prefix)
 
 

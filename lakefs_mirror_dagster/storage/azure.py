@@ -348,16 +348,15 @@ class AzureBlockstore(Blockstore):
 
     # -- listing -----------------------------------------------------------------------------------
 
-    def list_prefix(self, uri_prefix: str) -> Iterator[ObjectInfo]:
-        """Objects under ``<base>/<container>/<prefix>``; the container must be named in full."""
+    def list_prefix(self, uri_prefix: str, *, start_after: str | None = None) -> Iterator[ObjectInfo]:
+        """Objects under ``<base>/<container>/<prefix>``; the container must be named in full. Azure has no
+        StartAfter: ``start_after`` skips the objects before it here."""
         loc = self._locate(uri_prefix, object_key=False)
         container = self._client.get_container_client(loc.container)
         try:
             for item in container.list_blobs(name_starts_with=loc.blob or None):
-                yield ObjectInfo(
-                    uri=f"{loc.base}/{loc.container}/{item.name}",
-                    size=int(item.size),
-                    etag=strip_etag(item.etag),
-                )
+                uri = f"{loc.base}/{loc.container}/{item.name}"
+                if start_after is None or uri > start_after:
+                    yield ObjectInfo(uri=uri, size=int(item.size), etag=strip_etag(item.etag))
         except Exception as exc:
             raise self._error(exc, "list", uri_prefix) from exc

@@ -89,9 +89,10 @@ class Blockstore(ABC):
         """Remove the object; deleting an absent object is not an error (as in S3)."""
 
     @abstractmethod
-    def list_prefix(self, uri_prefix: str) -> Iterator[ObjectInfo]:
+    def list_prefix(self, uri_prefix: str, *, start_after: str | None = None) -> Iterator[ObjectInfo]:
         """Objects whose URI starts with ``uri_prefix`` (a string prefix, as in S3: end it with ``/``
-        to list a "directory" only)."""
+        to list a "directory" only), in key order; with ``start_after`` (a URI of this store), only those
+        whose URI sorts after it (S3's ``StartAfter``: a listing can begin mid-directory)."""
 
     def prepare_reads(self, uris: Sequence[str], sizes: Sequence[int | None] = ()) -> None:
         """A hint that these objects (of these ``sizes``, where known) will be read soon, so a store can fetch in

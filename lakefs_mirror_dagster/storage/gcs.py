@@ -412,11 +412,16 @@ class GCSBlockstore(Blockstore):
 
     # -- listing -----------------------------------------------------------------------------------
 
-    def list_prefix(self, uri_prefix: str) -> Iterator[ObjectInfo]:
+    def list_prefix(self, uri_prefix: str, *, start_after: str | None = None) -> Iterator[ObjectInfo]:
         bucket, prefix = self._split(uri_prefix, object_key=False)
+        base = f"gs://{bucket}/"
+        # GCS's startOffset includes the key itself; the comparison below leaves it out (and anything before)
+        offset = start_after.removeprefix(base) if start_after is not None and start_after.startswith(base) else None
         try:
-            for blob in self.client.list_blobs(bucket, prefix=prefix or None):
-                yield ObjectInfo(uri=f"gs://{bucket}/{blob.name}", size=int(blob.size or 0), etag=blob.etag)
+            for blob in self.client.list_blobs(bucket, prefix=prefix or None, start_offset=offset):
+                uri = f"{base}{blob.name}"
+                if start_after is None or uri > start_after:
+                    yield ObjectInfo(uri=uri, size=int(blob.size or 0), etag=blob.etag)
         except gexc.NotFound as exc:
             raise BucketNotFound(
                 f"list {uri_prefix}: bucket '{bucket}' does not exist at {self._where()}", uri=uri_prefix

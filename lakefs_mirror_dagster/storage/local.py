@@ -244,7 +244,7 @@ class LocalBlockstore(Blockstore):
 
     # -- listing -----------------------------------------------------------------------------------
 
-    def list_prefix(self, uri_prefix: str) -> Iterator[ObjectInfo]:
+    def list_prefix(self, uri_prefix: str, *, start_after: str | None = None) -> Iterator[ObjectInfo]:
         text = self._textual_path(uri_prefix)
         absolute_form = parse_uri(uri_prefix).is_local_absolute
         root_form = (self._base_of(text) or self.root) if absolute_form else self.root
@@ -255,7 +255,8 @@ class LocalBlockstore(Blockstore):
         self._check_real(uri_prefix, walk_from)
         for path, size in self._walk(walk_from, text):
             uri = "local://" + (path if absolute_form else path[len(root_form) + 1 :])
-            yield ObjectInfo(uri=uri, size=size, etag=None)
+            if start_after is None or uri > start_after:
+                yield ObjectInfo(uri=uri, size=size, etag=None)
 
     def _walk(self, directory: str, prefix: str) -> Iterator[tuple[str, int]]:
         """Depth-first in key order, as S3 lists (a directory sorts as its name plus ``/``, so ``a-b`` comes

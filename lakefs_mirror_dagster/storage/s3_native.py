@@ -35,6 +35,12 @@ __all__ = ["NativeS3Requests", "UnlistableKeyError"]
 #: Prefixes obstore lists exactly as S3 would: empty, or whole directories of plain characters (object_store
 #: matches prefixes by path segment and would percent-encode other characters).
 _PLAIN_DIRECTORY = re.compile(r"(?:[A-Za-z0-9._=+-]+/)*")
+#: A key obstore takes as a listing's offset (``StartAfter``) unchanged: plain segments, the last one may be empty.
+_PLAIN_KEY = re.compile(r"(?:[A-Za-z0-9._=+-]+/)*[A-Za-z0-9._=+-]*")
+
+
+def _plain(text: str, pattern: re.Pattern[str]) -> bool:
+    return pattern.fullmatch(text) is not None and all(part not in (".", "..") for part in text.split("/"))
 
 
 class UnlistableKeyError(ValueError):
@@ -96,11 +102,9 @@ class NativeS3Requests(NativeRequests):
         )
 
     @staticmethod
-    def lists_exactly(prefix: str) -> bool:
-        """Whether ``list`` answers for ``prefix`` exactly what S3's ListObjectsV2 would."""
-        return _PLAIN_DIRECTORY.fullmatch(prefix) is not None and all(
-            part not in (".", "..") for part in prefix.split("/")
-        )
+    def lists_exactly(prefix: str, *, after: str | None = None) -> bool:
+        """Whether ``list`` answers for ``prefix`` (and ``after``) exactly what S3's ListObjectsV2 would."""
+        return _plain(prefix, _PLAIN_DIRECTORY) and (after is None or _plain(after, _PLAIN_KEY))
 
     def list(self, bucket: str, prefix: str, *, after: str | None = None) -> Iterator[tuple[str, int, str]]:
         """``(key, size, etag)`` of every object under ``prefix`` (``lists_exactly``) after key ``after``, in

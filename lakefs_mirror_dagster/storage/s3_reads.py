@@ -111,13 +111,16 @@ class S3Reads(S3Connection):
         with self._body_reader(uri) as raw:
             return raw.readall()
 
-    def list_prefix(self, uri_prefix: str) -> Iterator[ObjectInfo]:
+    def list_prefix(self, uri_prefix: str, *, start_after: str | None = None) -> Iterator[ObjectInfo]:
         bucket, prefix = self._split(uri_prefix, object_key=False)
-        after: str | None = None
-        if self._direct is not None and self._direct.lists_exactly(prefix):
+        base = f"s3://{bucket}/"
+        after = start_after.removeprefix(base) if start_after is not None and start_after.startswith(base) else None
+        if start_after is not None and start_after >= base and after is None:
+            return  # a URI of another bucket that sorts after every key of this one
+        if self._direct is not None and self._direct.lists_exactly(prefix, after=after):
             try:
-                for key, size, etag in self._direct.list(bucket, prefix):
-                    yield ObjectInfo(uri=f"s3://{bucket}/{key}", size=size, etag=strip_etag(etag))
+                for key, size, etag in self._direct.list(bucket, prefix, after=after):
+                    yield ObjectInfo(uri=f"{base}{key}", size=size, etag=strip_etag(etag))
                     after = key
                 return
             except UnlistableKeyError as exc:  # boto3 lists on from the last key obstore gave
@@ -131,7 +134,7 @@ class S3Reads(S3Connection):
             for page in paginator.paginate(Bucket=bucket, Prefix=prefix, StartAfter=after or ""):
                 for item in page.get("Contents", []):
                     yield ObjectInfo(
-                        uri=f"s3://{bucket}/{item['Key']}",
+                        uri=f"{base}{item['Key']}",
                         size=int(item["Size"]),
                         etag=strip_etag(item.get("ETag")),
                     )

@@ -71,8 +71,8 @@ class CorruptingStore(Blockstore):
     def delete(self, uri: str) -> None:
         self.inner.delete(uri)
 
-    def list_prefix(self, uri_prefix: str) -> Iterator[ObjectInfo]:
-        return self.inner.list_prefix(uri_prefix)
+    def list_prefix(self, uri_prefix: str, *, start_after: str | None = None) -> Iterator[ObjectInfo]:
+        return self.inner.list_prefix(uri_prefix, start_after=start_after)
 
 
 def _commit(pair: MirrorPair, branch: str, files: dict[str, int], message: str) -> Commit:

@@ -120,8 +120,8 @@ class _Hiding(LocalBlockstore):
 
     hidden: frozenset[str] = frozenset()
 
-    def list_prefix(self, uri_prefix: str) -> Iterator[ObjectInfo]:
-        return (i for i in super().list_prefix(uri_prefix) if i.uri not in self.hidden)
+    def list_prefix(self, uri_prefix: str, *, start_after: str | None = None) -> Iterator[ObjectInfo]:
+        return (i for i in super().list_prefix(uri_prefix, start_after=start_after) if i.uri not in self.hidden)
 
 
 def test_an_object_the_source_still_has_is_never_deleted(case: Case, tmp_path: Path) -> None:

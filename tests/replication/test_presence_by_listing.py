@@ -61,9 +61,9 @@ def test_a_dense_partition_costs_listings_not_heads(lakefs_env, service_for, uni
             heads.append(uri)
         return original_stat(uri)
 
-    def list_prefix(prefix: str) -> Iterator[ObjectInfo]:
+    def list_prefix(prefix: str, *, start_after: str | None = None) -> Iterator[ObjectInfo]:
         listings.append(prefix)
-        return original_list(prefix)
+        return original_list(prefix, start_after=start_after)
 
     monkeypatch.setattr(store, "stat", stat)
     monkeypatch.setattr(store, "list_prefix", list_prefix)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -30,9 +32,9 @@ class CountingStore(LocalBlockstore):
         self.stats += 1
         return super().stat(uri)
 
-    def list_prefix(self, uri_prefix: str) -> Iterator[ObjectInfo]:
+    def list_prefix(self, uri_prefix: str, *, start_after: str | None = None) -> Iterator[ObjectInfo]:
         self.listings.append(uri_prefix)
-        for info in super().list_prefix(uri_prefix):
+        for info in super().list_prefix(uri_prefix, start_after=start_after):
             self.listed += 1
             yield info
 
@@ -73,11 +75,27 @@ def test_a_sparse_directory_is_left_to_heads(store: CountingStore) -> None:
 def test_a_listing_stops_at_its_budget_and_settles_only_what_it_saw(store: CountingStore) -> None:
     """A directory far larger than the objects wanted from it costs a bounded listing; what it did not reach
     stays unsettled (a HEAD), never guessed absent."""
-    fill(store, "local://ns/data/p1/a-", 50)  # listed first, and ten times the budget
-    wanted = [*fill(store, "local://ns/data/p1/z-", 4), "local://ns/data/p1/z-missing"]
+    early = fill(store, "local://ns/data/p1/a-", 2)
+    fill(store, "local://ns/data/p1/m-", 50)  # between the wanted names, and ten times the budget
+    wanted = [*early, *fill(store, "local://ns/data/p1/z-", 2), "local://ns/data/p1/z-missing"]
     settled = listed_stats(store, wanted, min_per_directory=4, overscan=2)
     assert store.listed <= 2 * len(wanted) + 1
-    assert not settled, "nothing wanted was reached, so nothing may be settled"
+    assert {uri: s.size if s else None for uri, s in settled.items()} == dict.fromkeys(early, 3), (
+        "only what the listing reached may be settled, and nothing it did not reach guessed absent"
+    )
+
+
+def test_a_listing_covers_only_the_span_of_wanted_names(store: CountingStore) -> None:
+    """Ranges of one commit share a data directory but want disjoint spans of it: each lists its own span
+    (from just before its first name to its last), and every name in the span it did not see is absent."""
+    everything = fill(store, "local://ns/data/p1/", 300)
+    wanted = [*everything[100:200:2], "local://ns/data/p1/obj-0150-gone"]
+    settled = listed_stats(store, wanted, min_per_directory=4)
+    assert store.listed <= 100 + 1, "names before the first wanted or past the last one were listed"
+    assert {uri: s.size if s else None for uri, s in settled.items()} == {
+        **dict.fromkeys(everything[100:200:2], 3),
+        "local://ns/data/p1/obj-0150-gone": None,
+    }
 
 
 def test_pool_skips_objects_the_listing_found_and_heads_nothing(store: CountingStore, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -110,3 +128,43 @@ def test_settles_on_real_s3_with_etags(s3_store: S3Blockstore, bucket: str) -> N
 def test_bad_parameters_are_refused(store: CountingStore) -> None:
     with pytest.raises(ValueError, match="at least 1"):
         listed_stats(store, [], min_per_directory=0)
+
+
+def test_ranges_sharing_a_directory_list_their_own_spans_and_still_catch_bad_objects(
+    s3_store: S3Blockstore, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two ranges of one commit whose objects share one data directory on S3 (as lakeFS's uploads do): each
+    range's validation lists only its half of the directory, and a missing object (the first of its span),
+    one of the wrong size (the last) and one with the wrong MD5 (in between) still fail that range."""
+    from lakefs_mirror_dagster.replication.validation import metadata_uri, validate_range
+    from tests.graveler.sstable_writer import encode_entry, write_lakefs_file
+
+    namespace, count = f"s3://{bucket}/ns", 300
+    bodies = {f"data/p1/o{i:04d}": f"object {i:04d}".encode() for i in range(count)}
+    records = [
+        (f"k/{i:04d}".encode(), bytes(32), encode_entry(a, len(b), e_tag=hashlib.md5(b).hexdigest(), address_type=1))
+        for i, (a, b) in enumerate(bodies.items())
+    ]
+    ranges = [write_lakefs_file(records[: count // 2]), write_lakefs_file(records[count // 2 :])]
+    for lf in ranges:
+        s3_store.write_bytes(metadata_uri(namespace, lf.range_id), lf.data)
+    missing, short, other_md5 = "data/p1/o0150", "data/p1/o0299", "data/p1/o0200"
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda a: s3_store.write_bytes(f"{namespace}/{a}", bodies[a]), set(bodies) - {missing}))
+    s3_store.write_bytes(f"{namespace}/{short}", bodies[short][:-1])
+    s3_store.write_bytes(f"{namespace}/{other_md5}", bodies[other_md5].upper())
+
+    listed: list[str] = []
+    original = s3_store.list_prefix
+
+    def counting(uri_prefix: str, *, start_after: str | None = None) -> Iterator[ObjectInfo]:
+        for info in original(uri_prefix, start_after=start_after):
+            listed.append(info.uri)
+            yield info
+
+    monkeypatch.setattr(s3_store, "list_prefix", counting)
+    good, bad = (validate_range(s3_store, namespace, lf.range_id) for lf in ranges)
+    assert good.ok and good.objects == count // 2, good
+    assert not bad.ok and bad.missing_count == 3, bad
+    assert [m.split(" (")[1].split(")")[0] for m in bad.missing] == [missing, other_md5, short]
+    assert len(listed) <= count + 2, f"{len(listed)} names listed for {count} objects: the ranges overlapped"

@@ -346,3 +346,17 @@ def test_objects_below_the_default_threshold_copy_in_one_put_checked_by_md5(
     assert (result.method, str(result.check)) == ("stream", "md5")
     assert store.stat(f"s3://{bucket}/dst") == store.stat(f"s3://{bucket}/src")
     assert store.write_buffer_size(len(data)) == len(data) + 1  # the whole object, from the byte budget
+
+
+@pytest.mark.parametrize("prefix", ["ns/data/", "ns/da"], ids=["obstore", "boto3"])
+def test_a_listing_starts_after_a_given_uri(s3_store: S3Blockstore, bucket: str, prefix: str) -> None:
+    """``start_after`` is S3's StartAfter on both listing paths: only keys sorting after it, across pages."""
+    keys = [f"ns/data/{i:05d}" for i in range(1100)]
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda k: s3_store.write_bytes(f"s3://{bucket}/{k}", b"x"), keys))
+    after = [i.uri for i in s3_store.list_prefix(f"s3://{bucket}/{prefix}", start_after=f"s3://{bucket}/ns/data/0004")]
+    assert after == [f"s3://{bucket}/{k}" for k in keys[40:]]
+    between = s3_store.list_prefix(f"s3://{bucket}/{prefix}", start_after=f"s3://{bucket}/ns/data/00049")
+    assert next(between).uri == f"s3://{bucket}/ns/data/00050"
+    assert list(s3_store.list_prefix(f"s3://{bucket}/{prefix}", start_after=f"s3://{bucket}z/a")) == []
+    assert len(list(s3_store.list_prefix(f"s3://{bucket}/{prefix}", start_after=f"s3://{bucket}"))) == 1100

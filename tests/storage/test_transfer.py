@@ -58,8 +58,8 @@ class Wrapped(Blockstore):
     def delete(self, uri: str) -> None:
         self.inner.delete(uri)
 
-    def list_prefix(self, uri_prefix: str) -> Iterator[ObjectInfo]:
-        return self.inner.list_prefix(uri_prefix)
+    def list_prefix(self, uri_prefix: str, *, start_after: str | None = None) -> Iterator[ObjectInfo]:
+        return self.inner.list_prefix(uri_prefix, start_after=start_after)
 
 
 class Flaky(Wrapped):
