@@ -19,7 +19,9 @@ commits over the phase of the polling interval, so p50 is not an artefact of the
         [--sensor-workers 4] [--sensor-wait 7.5s] [--sensor-listeners 2] [--launcher fork|default] [--json out.json]
 
 Under Dagster the lag is split into stages read from the event log (the tick that created the run, the queue,
-the run worker's start, the sync) and the commit sensor's tick cadence is printed: where the time goes.
+the run worker's start, the sync) and the commit sensor's tick cadence is printed: where the time goes. The
+hooks mode runs two listening sensors (``hooks.sensor_listeners``, ``--sensor-listeners``); two runs with the
+same run key or (branch, source commit) are an error.
 
 Goals (p50 / p95): polling under Dagster p50 <= 10 s with a 5 s sensor interval; hooks 1 s / 2 s in the engine
 loop and 4 s / 8 s under the Dagster daemon. Exits 1 when a goal is missed or a commit did not reach the mirror
@@ -447,7 +449,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--sensor-wait",
-        default="4s",
+        default="7.5s",
         help="hooks.sensor_wait of the dagster-hooks mode: how long a tick waits for a hook (default 7.5s: with two "
         "listeners, the one whose turn it is waits across the daemon's next loop; 0s: off)",
     )

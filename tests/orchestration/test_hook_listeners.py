@@ -70,13 +70,13 @@ def test_two_listeners_serve_two_hooks_in_one_loop_and_never_request_a_run_key_t
     _tick(defs, MANAGER_SENSOR_NAME, instance)  # creates the mirror repository
     cursor = _tick(defs, commits, instance).cursor  # the first full scan
 
-    # Two hooks 1.5 s apart while both sensors' ticks wait (one daemon loop): each tick takes one, so both
+    # Two hooks 1 s apart while both sensors' ticks wait (one daemon loop): each tick takes one, so both
     # changes get their runs in this loop; with one listener the second would wait for the next loop.
     main2 = case.commit("main", {"tables/t/part-1.parquet": 100}, "second")
     dev2 = case.commit("dev", {"tables/t/part-2.parquet": 100}, "dev second")
     hooks = [
-        threading.Timer(1.5, queue_hook_event, (src_svc, HookEvent("post-commit", repo, branch_id="main"))),
-        threading.Timer(3.0, queue_hook_event, (src_svc, HookEvent("post-commit", repo, branch_id="dev"))),
+        threading.Timer(1.0, queue_hook_event, (src_svc, HookEvent("post-commit", repo, branch_id="main"))),
+        threading.Timer(2.0, queue_hook_event, (src_svc, HookEvent("post-commit", repo, branch_id="dev"))),
     ]
     for timer in hooks:
         timer.start()

@@ -54,7 +54,7 @@ def _longest_gap(spans: list[tuple[float, float]], start: float, end: float) -> 
 @pytest.fixture
 def scaled(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(commits, "DAEMON_LOOP_SECONDS", 5.0 * SCALE)
-    monkeypatch.setattr(commits, "LOOP_MARGIN_SECONDS", 1.0 * SCALE)
+    monkeypatch.setattr(commits, "LOOP_MARGIN_SECONDS", 1.5 * SCALE)
 
     def wait_woken(service: Any, until: float, **_: Any) -> list[Any]:
         time.sleep(max(0.0, until - time.monotonic()))

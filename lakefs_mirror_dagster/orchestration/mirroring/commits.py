@@ -68,8 +68,9 @@ SOURCE_COMMIT_TAG = "lakefs_mirror/source_commit"
 #: (``dagster._daemon.sensor.MIN_INTERVAL_LOOP_TIME``).
 DAEMON_LOOP_SECONDS = 5.0
 #: A listening tick that does not take the turn across the next loop returns this long before it, so that its
-#: sensor is idle (tick recorded) when the next loop starts it again.
-LOOP_MARGIN_SECONDS = 1.0
+#: sensor is idle (tick recorded) when the next loop starts it again: the call from the daemon to the code server
+#: and the tick's set-up before its wait (up to about 1 s on a loaded machine) come on top.
+LOOP_MARGIN_SECONDS = 1.5
 #: Until when each listening tick of each mirror waits (``time.monotonic()``), shared by the ticks of this
 #: process (the code server evaluates every sensor of the location): how listeners take turns.
 _LISTENING: dict[str, dict[str, float]] = {}
@@ -371,11 +372,9 @@ def _listen(
     covering the loops' boundaries, the time when a tick that ended is not yet started again."""
     with _LISTENING_LOCK:
         waits = _LISTENING.setdefault(mirror, {})
-        covered = any(
-            until >= start + DAEMON_LOOP_SECONDS + LOOP_MARGIN_SECONDS
-            for other, until in waits.items()
-            if other != sensor
-        )
+        # another listener waits past the next loop's start (ticks of one loop start within a few tenths of a
+        # second of each other, those of the next loop 5 s later: half a loop of slack either way)
+        covered = any(until >= start + DAEMON_LOOP_SECONDS for other, until in waits.items() if other != sensor)
         if covered:
             wait = min(wait, DAEMON_LOOP_SECONDS - LOOP_MARGIN_SECONDS)
         waits[sensor] = start + wait
