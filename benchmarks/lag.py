@@ -16,10 +16,12 @@ commits over the phase of the polling interval, so p50 is not an artefact of the
 
     .venv/bin/python benchmarks/lag.py [--commits 20] [--interval 5s]
         [--modes dagster,engine,dagster-hooks,engine-hooks] [--dequeue-interval SECONDS]
-        [--sensor-workers 4] [--sensor-wait 4s] [--launcher fork|default] [--json out.json]
+        [--sensor-workers 4] [--sensor-wait 7.5s] [--sensor-listeners 2] [--launcher fork|default] [--json out.json]
 
 Under Dagster the lag is split into stages read from the event log (the tick that created the run, the queue,
-the run worker's start, the sync) and the commit sensor's tick cadence is printed: where the time goes.
+the run worker's start, the sync) and the commit sensor's tick cadence is printed: where the time goes. The
+hooks mode runs two listening sensors (``hooks.sensor_listeners``, ``--sensor-listeners``); two runs with the
+same run key or (branch, source commit) are an error.
 
 Goals (p50 / p95): polling under Dagster p50 <= 10 s with a 5 s sensor interval; hooks 1 s / 2 s in the engine
 loop and 4 s / 8 s under the Dagster daemon. Exits 1 when a goal is missed or a commit did not reach the mirror
@@ -39,6 +41,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -65,7 +68,13 @@ from lakefs_mirror_devenv.replication_config import config_variant
 
 from lakefs_mirror_dagster.config import format_duration, parse_duration
 from lakefs_mirror_dagster.lakefs import LakeFSClient, LakeFSNotFound
-from lakefs_mirror_dagster.orchestration.mirroring import MIRROR_TAG, SOURCE_COMMIT_TAG, commit_sensor_name
+from lakefs_mirror_dagster.orchestration.mirroring import (
+    BRANCH_TAG,
+    MIRROR_TAG,
+    SOURCE_COMMIT_TAG,
+    commit_sensor_name,
+    hooks_sensor_name,
+)
 from lakefs_mirror_dagster.replication import ReplicationService, install_hooks
 from lakefs_mirror_dagster.service.hooks import HOOKS_PATH
 
@@ -121,12 +130,19 @@ def percentile(values: list[float], p: float) -> float:
 
 # ---------------------------------------------------------------------------------------------- setup
 def _write_config(
-    env: Environment, interval: str, *, region: str = MIRROR_REGION, hooks: bool = False, sensor_wait: str = "0s"
+    env: Environment,
+    interval: str,
+    *,
+    region: str = MIRROR_REGION,
+    hooks: bool = False,
+    sensor_wait: str = "0s",
+    sensor_listeners: int = 1,
 ) -> Path:
     """``region``'s replication config with the commit sensor / sync interval under test (and hooks on, a hooks
-    tick of the commit sensor waiting ``sensor_wait`` for a wake-up)."""
+    tick of the commit sensor waiting ``sensor_wait`` for a wake-up, ``sensor_listeners`` sensors listening)."""
     source = Path(env.state_dir) / f"replication-{region}.yaml"
-    extra = {"hooks": {"enabled": True, "sensor_wait": sensor_wait}} if hooks else {}
+    settings = {"enabled": True, "sensor_wait": sensor_wait, "sensor_listeners": sensor_listeners}
+    extra = {"hooks": settings} if hooks else {}
     return config_variant(
         source,
         source.with_name(f"lag-{'hooks-' if hooks else ''}{region}.yaml"),
@@ -136,7 +152,7 @@ def _write_config(
 
 
 @contextmanager
-def _hooks_serving(env: Environment, work: Path, sensor_wait: str) -> Iterator[Path]:
+def _hooks_serving(env: Environment, work: Path, sensor_wait: str, sensor_listeners: int) -> Iterator[Path]:
     """``serve`` for the source region with hooks on, the action file committed to the source repository;
     yields the mirror region's config with hooks on and polling every HOOKS_POLLING."""
     source_config = _write_config(env, HOOKS_POLLING, region=SOURCE_REGION, hooks=True)
@@ -146,7 +162,7 @@ def _hooks_serving(env: Environment, work: Path, sensor_wait: str) -> Iterator[P
     with _server(argv, work / "serve.log", {}) as alive:
         _wait_healthy(f"http://127.0.0.1:{port}/_health", alive)
         install_hooks(_client(env, SOURCE_REGION), REPO, f"http://127.0.0.1:{port}{HOOKS_PATH}", with_secret=False)
-        yield _write_config(env, HOOKS_POLLING, hooks=True, sensor_wait=sensor_wait)
+        yield _write_config(env, HOOKS_POLLING, hooks=True, sensor_wait=sensor_wait, sensor_listeners=sensor_listeners)
 
 
 def _wait_healthy(url: str, alive: Callable[[], bool], timeout_s: float = 60.0) -> None:
@@ -281,15 +297,18 @@ def run_dagster(
     )
     log = work / "dagster-daemon.log"
     print(f"[lag] dagster: dagster-daemon run -w workspace.yaml (DAGSTER_HOME={home}, log {log})", flush=True)
+    # The instance first: it creates the storage's tables before the daemon and its code server open them (all
+    # three creating them at once can leave Dagster's SQLite schedule storage with two alembic heads).
     with (
-        dagster_daemon(home, workspace=ROOT / "workspace.yaml", replication_config=config_path, log_path=log) as alive,
         dg.DagsterInstance.from_config(str(home)) as instance,
+        dagster_daemon(home, workspace=ROOT / "workspace.yaml", replication_config=config_path, log_path=log) as alive,
     ):
         result = _measure(env, mode, alive=alive, **kw)
         # Let the last run finish (it tears Spark down after promoting) before the daemon is stopped.
         if not wait_runs_finished(instance, timeout_s=180.0):
             print("[lag] WARNING: runs still unfinished after 180s; stopping the daemon", flush=True)
-    result.stages, result.ticks = _dagster_stages(home, result.samples)
+    result.stages, result.ticks, duplicated = _dagster_stages(home, result.samples)
+    result.error = result.error or duplicated
     return result
 
 
@@ -310,17 +329,27 @@ STAGES = (
 )
 
 
-def _dagster_stages(home: Path, samples: list[Sample]) -> tuple[list[dict[str, float]], str]:
+def _dagster_stages(home: Path, samples: list[Sample]) -> tuple[list[dict[str, float]], str, str]:
     """Per measured commit, the stages of its run (the event log's timestamps and the tick that created it),
-    and a summary of the commit sensor's ticks."""
+    a summary of the commit sensor's ticks and of which sensors created the runs, and an error when two runs
+    carry the same run key or the same (branch, source commit)."""
     import dagster as dg
 
     by_commit = {s.commit_id: s for s in samples}
     stages: list[dict[str, float]] = []
+    keys: Counter[str] = Counter()
+    pairs: Counter[tuple[str, str]] = Counter()
+    creators: Counter[str] = Counter()
     with dg.DagsterInstance.from_config(str(home)) as instance:
         ticks = sensor_ticks(instance, commit_sensor_name(MIRROR))
-        tick_of = {run_id: tick.timestamp for tick in ticks for run_id in tick.run_ids}
+        # the hooks sensors' ticks too (hooks.sensor_listeners): whichever listener created the run
+        listened = [t for n in range(2, 5) for t in sensor_ticks(instance, hooks_sensor_name(MIRROR, n))]
+        tick_of = {run_id: tick.timestamp for tick in ticks + listened for run_id in tick.run_ids}
         for record in instance.get_run_records(filters=dg.RunsFilter(tags={MIRROR_TAG: MIRROR})):
+            tags = record.dagster_run.tags
+            keys[tags.get("dagster/run_key", "")] += 1
+            pairs[(tags.get(BRANCH_TAG, "tags"), tags.get(SOURCE_COMMIT_TAG, ""))] += 1
+            creators[tags.get("dagster/sensor_name", "?")] += 1
             sample = by_commit.get(record.dagster_run.tags.get(SOURCE_COMMIT_TAG, ""))
             created = record.create_timestamp.timestamp()
             marks = run_marks(instance, record.dagster_run.run_id)
@@ -337,7 +366,10 @@ def _dagster_stages(home: Path, samples: list[Sample]) -> tuple[list[dict[str, f
                     "seen": sample.mirrored_at - marks["ASSET_MATERIALIZATION"],
                 }
             )
-    return stages, TickTimes.of(ticks).summary()
+    by_sensor = ", ".join(f"{n} by {name}" for name, n in sorted(creators.items()))
+    summary = f"{TickTimes.of(ticks).summary()}\n  runs: {sum(creators.values())} ({by_sensor})"
+    twice = [k for k, n in keys.items() if n > 1] + [f"{b}@{c}" for (b, c), n in pairs.items() if n > 1]
+    return stages, summary, f"requested twice: {', '.join(twice)}" if twice else ""
 
 
 # ---------------------------------------------------------------------------------------------- report
@@ -417,8 +449,16 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--sensor-wait",
-        default="4s",
-        help="hooks.sensor_wait of the dagster-hooks mode: how long a tick waits for a hook (default 4s; 0s: off)",
+        default="7.5s",
+        help="hooks.sensor_wait of the dagster-hooks mode: how long a tick waits for a hook (default 7.5s: with two "
+        "listeners, the one whose turn it is waits across the daemon's next loop; 0s: off)",
+    )
+    parser.add_argument(
+        "--sensor-listeners",
+        type=int,
+        default=2,
+        help="hooks.sensor_listeners of the dagster-hooks mode: sensors of the mirror waiting for hooks (default 2; "
+        "1: the commit sensor alone, as before)",
     )
     parser.add_argument(
         "--launcher",
@@ -435,6 +475,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--dequeue-interval must be at least 1 (seconds)")
     if args.sensor_workers < 0:
         parser.error("--sensor-workers must be >= 0")
+    if not 1 <= args.sensor_listeners <= 4:
+        parser.error("--sensor-listeners must be 1 to 4")
     try:
         parse_duration(args.sensor_wait)
     except ValueError as exc:
@@ -475,7 +517,9 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.ExitStack() as stack:
                 path = config_path
                 if mode.endswith("-hooks"):  # commits need no spreading over a polling phase: 0 to 1 s apart
-                    path = stack.enter_context(_hooks_serving(env, work / mode, args.sensor_wait))
+                    path = stack.enter_context(
+                        _hooks_serving(env, work / mode, args.sensor_wait, args.sensor_listeners)
+                    )
                 kw = {**common, "interval_s": 1.0} if mode.endswith("-hooks") else common
                 if mode.startswith("dagster"):
                     queue = {

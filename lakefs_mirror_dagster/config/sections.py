@@ -180,6 +180,12 @@ class LakeFSFrontConfig:
 DEFAULT_MAX_BYTES_IN_FLIGHT = 256 * MiB
 
 
+def _listeners(value: int) -> int:
+    if not 1 <= value <= 4:
+        raise ValueError(f"must be between 1 and 4 (each one holds a thread of the sensor daemon), got {value}")
+    return value
+
+
 @dataclass(frozen=True, kw_only=True)
 class HooksConfig:
     """``hooks``: event-driven sync. When enabled, ``serve`` accepts lakeFS action webhooks (post-commit, post-merge,
@@ -188,7 +194,11 @@ class HooksConfig:
     hooks sensor requests their runs. ``secret``: when set, a hook must send it (header ``X-Lakefs-Mirror-Secret``
     or query parameter ``secret``); without it the endpoint answers 401. ``sensor_wait``: how long a tick of the
     Dagster commit sensor keeps reading the queue (every ``poll_interval``) before it gives up, since Dagster's
-    sensor daemon starts ticks at most every 5 s whatever the sensor's interval; 0 reads it once."""
+    sensor daemon starts ticks at most every 5 s whatever the sensor's interval; 0 reads it once.
+    ``sensor_listeners``: how many Dagster sensors of each mirror wait for hooks at once (the commit sensor and
+    ``sensor_listeners - 1`` hooks sensors). With more than one, a wake-up goes to whichever tick claims it first
+    while the others keep waiting, and they take turns waiting across the daemon's next loop (up to
+    ``sensor_wait``), so some tick is waiting whenever a hook comes; each run key is requested by one sensor only."""
 
     enabled: bool = False
     secret: Secret = field(default_factory=Secret)
@@ -199,6 +209,7 @@ class HooksConfig:
         default=timedelta(0),
         metadata=_meta(_duration_within(timedelta(0), timedelta(seconds=30), "a sensor tick times out at 60 s")),
     )
+    sensor_listeners: int = field(default=1, metadata=_meta(_listeners))
 
 
 @dataclass(frozen=True, kw_only=True)

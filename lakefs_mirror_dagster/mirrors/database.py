@@ -146,6 +146,12 @@ class MirrorsDatabase(Protocol):
 
     def ack_wakeups(self, handled: Iterable[RefWakeup]) -> int: ...
 
+    def claim_wakeups(self, wakeups: Iterable[RefWakeup], now: datetime) -> list[RefWakeup]: ...
+
+    def request_run(
+        self, mirror_id: str, kind: str, ref: str, run_key: str, requester: str, now: datetime, *, lost_before: datetime
+    ) -> bool: ...
+
 
 def open_mirrors_database(config: MirrorsDatabaseConfig, *, create_tables: bool = True) -> MirrorsDatabase:
     """The store ``config`` names (``mirrors_database``); its tables are created when missing unless

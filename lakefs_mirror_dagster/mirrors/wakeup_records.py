@@ -1,6 +1,7 @@
 """The wake-up queue (``wakeups.py``) in SQLite and PostgreSQL: table ``ref_wakeups``, one row per (mirror,
-ref kind, ref), queued again by an upsert that renews its time and token, removed by a delete that holds only
-while the token is the one read."""
+ref kind, ref), queued again by an upsert that renews its time and token, claimed by an update and removed by a
+delete that each hold only while the token is the one read. Table ``run_requests``: per (mirror, ref kind, ref)
+the last run key a sensor requested for it, written by an upsert whose condition decides who may request."""
 
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ import functools
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import Column, Connection, Index, String, Table, and_, delete, or_, select
+from sqlalchemy import Column, Connection, Index, String, Table, and_, delete, or_, select, update
 
 from .inputs import chunks
 from .schema import UTCDateTime, metadata
 from .transactions import Transactions, rowcount
-from .wakeups import MAX_WAKEUPS, RefWakeup, new_wakeup
+from .wakeups import MAX_WAKEUPS, RefWakeup, check_run_request, claim_token, new_wakeup, with_token
 
-__all__ = ["WakeupQueue", "ref_wakeups"]
+__all__ = ["WakeupQueue", "ref_wakeups", "run_requests"]
 
 ref_wakeups = Table(
     "ref_wakeups",
@@ -32,6 +33,19 @@ ref_wakeups = Table(
     Column("token", String(32), nullable=False),
 )
 Index("ix_ref_wakeups_destination_region", ref_wakeups.c.destination_region, ref_wakeups.c.queued_at)
+
+run_requests = Table(
+    "run_requests",
+    metadata,
+    # The run each ref of a mirror last got from a Dagster sensor (wakeups.py): sensors of one mirror are not
+    # deduplicated by Dagster's run keys among themselves. No foreign key, as above; created by create_all.
+    Column("mirror_id", String(64), primary_key=True),
+    Column("ref_kind", String(8), primary_key=True),
+    Column("ref", String(255), primary_key=True),
+    Column("run_key", String(1024), nullable=False),
+    Column("requester", String(255), nullable=False),
+    Column("requested_at", UTCDateTime, nullable=False),
+)
 
 
 class WakeupQueue(Transactions):
@@ -79,6 +93,51 @@ class WakeupQueue(Transactions):
             )
             for r in rows
         ]
+
+    def claim_wakeups(self, wakeups: Iterable[RefWakeup], now: datetime) -> list[RefWakeup]:
+        """Claim each wake-up unless its token changed since it was read (queued again, or another tick claimed
+        it first); the ones claimed, with their claim token (ack those)."""
+        c = ref_wakeups.c
+        claimed = []
+        for w in wakeups:
+            token = claim_token(now)
+            stmt = (
+                update(ref_wakeups)
+                .where(c.mirror_id == w.mirror_id, c.ref_kind == w.kind, c.ref == w.ref, c.token == w.token)
+                .values(token=token)
+            )
+            if self._run(functools.partial(rowcount, stmt=stmt)):
+                claimed.append(with_token(w, token))
+        return claimed
+
+    def request_run(
+        self, mirror_id: str, kind: str, ref: str, run_key: str, requester: str, now: datetime, *, lost_before: datetime
+    ) -> bool:
+        """Record that ``requester`` requests ``run_key`` for the ref; False (nothing written) when another
+        requester recorded that same key since ``lost_before``. A different key, or one recorded by the same
+        requester (Dagster deduplicates a sensor's own keys), or before ``lost_before``, is overwritten."""
+        check_run_request(mirror_id, kind, ref, run_key, requester, now)
+        row = {
+            "mirror_id": mirror_id,
+            "ref_kind": kind,
+            "ref": ref,
+            "run_key": run_key,
+            "requester": requester,
+            "requested_at": now,
+        }
+        c = run_requests.c
+
+        def op(conn: Connection) -> bool:
+            insert = self._insert(run_requests).values(row)
+            stmt = insert.on_conflict_do_update(
+                index_elements=[c.mirror_id, c.ref_kind, c.ref],
+                set_={k: insert.excluded[k] for k in ("run_key", "requester", "requested_at")},
+                where=or_(c.run_key != run_key, c.requester == requester, c.requested_at < lost_before),
+            )
+            # RETURNING, not the row count: a row comes back only when it was inserted or updated
+            return conn.execute(stmt.returning(c.mirror_id)).first() is not None
+
+        return self._run(op)
 
     def ack_wakeups(self, handled: Iterable[RefWakeup]) -> int:
         """Remove the wake-ups that were handled, unless queued again since (their token changed); the count."""

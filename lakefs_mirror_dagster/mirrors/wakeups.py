@@ -5,24 +5,51 @@ sensor of the mirror's destination region read their region's queue every second
 for) each named ref, then acknowledge what they read. A wake-up queued again while it was being handled gets a
 new token, so an acknowledgement of the older one leaves it queued: no change is lost between read and ack.
 The queue only speeds things up; the polling passes still find every change a lost hook would have named.
+
+Several Dagster sensors of a mirror may listen to the queue at once (``hooks.sensor_listeners``): a tick takes
+a wake-up by *claiming* it, a compare-and-set of its token to a claim token (``@``, the claim's time, a random
+part), so exactly one tick takes it and the others go on waiting. An ack of the claim token removes it; a hook
+that queues the ref again meanwhile replaces the token, so the wake-up is served again. A claim older than
+``CLAIM_LEASE`` (its tick died) is taken like an unclaimed wake-up. Since ticks of different sensors are not
+deduplicated by Dagster's run keys, each of them also *records the run it requests* per (mirror, ref)
+(``request_run``): only the tick whose record holds requests a given run key.
 """
 
 from __future__ import annotations
 
 import re
 import secrets
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 
 from .errors import InvalidMirrorSpec
 from .inputs import check_branch
 
-__all__ = ["MAX_WAKEUPS", "WAKEUP_KINDS", "RefWakeup", "check_wakeup", "new_wakeup"]
+__all__ = [
+    "CLAIM_LEASE",
+    "LOST_REQUEST",
+    "MAX_WAKEUPS",
+    "WAKEUP_KINDS",
+    "RefWakeup",
+    "check_run_request",
+    "check_wakeup",
+    "claim_token",
+    "claimed",
+    "new_wakeup",
+]
 
 #: ``ref_kind`` values: the refs a mirror syncs one by one.
 WAKEUP_KINDS = ("branch", "tag")
 #: Most wake-ups one read returns (the oldest first); the rest wait for the next read.
 MAX_WAKEUPS = 1000
+#: A claimed wake-up's token starts with this (a queued one is hex digits only).
+CLAIM_PREFIX = "@"
+#: How long a claim holds: a tick that claimed a wake-up and died leaves it to the next tick after this (a
+#: Dagster sensor tick times out at 60 s, so a live tick never holds a claim that long).
+CLAIM_LEASE = timedelta(seconds=90)
+#: How long a recorded run request holds against other sensors when no run with its key exists: a tick that
+#: recorded it and died before returning it to Dagster loses it to the others after this.
+LOST_REQUEST = timedelta(minutes=5)
 _REGION = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 
 
@@ -59,3 +86,37 @@ def new_wakeup(mirror_id: str, destination_region: str, kind: str, ref: str, eve
     if now.tzinfo is None:
         raise InvalidMirrorSpec(f"naive datetime {now!r}: the mirrors database needs timezone-aware times")
     return RefWakeup(mirror_id, destination_region, kind, ref, event, now, secrets.token_hex(8))
+
+
+def claim_token(now: datetime) -> str:
+    """The token a claim at ``now`` writes: ``@``, the time in whole seconds (10 digits), 16 hex digits."""
+    return f"{CLAIM_PREFIX}{int(now.timestamp()):010d}{secrets.token_hex(8)}"
+
+
+def claimed(wake: RefWakeup, now: datetime) -> bool:
+    """Whether a tick holds ``wake`` at ``now``: claimed less than ``CLAIM_LEASE`` ago."""
+    if not wake.token.startswith(CLAIM_PREFIX):
+        return False
+    try:
+        at = datetime.fromtimestamp(int(wake.token[1:11]), UTC)
+    except ValueError:
+        return False
+    return now - at < CLAIM_LEASE
+
+
+def with_token(wake: RefWakeup, token: str) -> RefWakeup:
+    return replace(wake, token=token)
+
+
+def check_run_request(mirror_id: str, kind: str, ref: str, run_key: str, requester: str, now: datetime) -> None:
+    """Refuse a run request record the store must not hold (``InvalidMirrorSpec``)."""
+    if not mirror_id or len(mirror_id) > 64:
+        raise InvalidMirrorSpec(f"invalid mirror id {mirror_id!r}")
+    if kind not in WAKEUP_KINDS:
+        raise InvalidMirrorSpec(f"invalid ref kind {kind!r}: one of {', '.join(WAKEUP_KINDS)}")
+    if kind == "branch":
+        check_branch(ref)
+    if not run_key or len(run_key) > 1024 or not requester or len(requester) > 255:
+        raise InvalidMirrorSpec(f"invalid run request {run_key[:80]!r} by {requester[:80]!r}")
+    if now.tzinfo is None:
+        raise InvalidMirrorSpec(f"naive datetime {now!r}: the mirrors database needs timezone-aware times")

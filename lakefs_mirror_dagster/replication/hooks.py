@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..mirrors import Mirror, MirrorNotFound, RefWakeup
+from ..mirrors.wakeups import claimed
 from .results import MirrorSyncResult
 from .service import RETIRING, ReplicationService
 
@@ -25,6 +26,7 @@ __all__ = [
     "TAG_EVENTS",
     "HookEvent",
     "WokenMirror",
+    "claim_woken",
     "queue_hook_event",
     "read_woken",
     "sync_woken",
@@ -108,8 +110,10 @@ class WokenMirror:
 def read_woken(service: ReplicationService, *, name: str | None = None) -> tuple[list[WokenMirror], list[RefWakeup]]:
     """This region's queued wake-ups (one read of the queue), grouped by mirror: those of its mirrors (only
     the one called ``name``, if given), and without ``name`` those of mirrors that no longer exist (a hook
-    raced a deletion), which the caller acknowledges at once. Another organisation's are left to its regions."""
-    queued = service.mirrors.wakeups(service.config.region)
+    raced a deletion), which the caller acknowledges at once. Another organisation's are left to its regions, and
+    those a listening tick claimed (``wakeups.py``) to that tick while its claim holds."""
+    now = dt.datetime.now(dt.UTC)
+    queued = [w for w in service.mirrors.wakeups(service.config.region) if not claimed(w, now)]
     if not queued:
         return [], []
     mine = {m.id: m for m in service.my_mirrors(name=name) if m.state not in RETIRING}
@@ -121,24 +125,46 @@ def read_woken(service: ReplicationService, *, name: str | None = None) -> tuple
             if name is None and _gone(service, wake.mirror_id):
                 stray.append(wake)
             continue
-        entry = woken.setdefault(mirror.id, WokenMirror(mirror))
-        entry.wakeups.append(wake)
-        if wake.kind == "tag":
-            entry.tags = True
-        elif wake.ref not in entry.branches:
-            entry.branches.append(wake.ref)
+        _add(woken.setdefault(mirror.id, WokenMirror(mirror)), wake)
     return list(woken.values()), stray
 
 
-def wait_woken(service: ReplicationService, until: float, *, name: str | None = None) -> list[WokenMirror]:
+def _add(entry: WokenMirror, wake: RefWakeup) -> None:
+    entry.wakeups.append(wake)
+    if wake.kind == "tag":
+        entry.tags = True
+    elif wake.ref not in entry.branches:
+        entry.branches.append(wake.ref)
+
+
+def claim_woken(service: ReplicationService, woken: Sequence[WokenMirror]) -> list[WokenMirror]:
+    """Claim the wake-ups ``read_woken`` returned (``wakeups.py``): what this caller got, which no other
+    listening tick gets while the claim holds; acknowledging them (their claim tokens) removes them."""
+    now = dt.datetime.now(dt.UTC)
+    taken: list[WokenMirror] = []
+    for entry in woken:
+        mine = WokenMirror(entry.mirror)
+        for wake in service.mirrors.claim_wakeups(entry.wakeups, now):
+            _add(mine, wake)
+        if mine.wakeups:
+            taken.append(mine)
+    return taken
+
+
+def wait_woken(
+    service: ReplicationService, until: float, *, name: str | None = None, claim: bool = False
+) -> list[WokenMirror]:
     """Read the wake-up queue every ``hooks.poll_interval`` until it names refs of this region's mirrors (only
     the one called ``name``, if given) or ``until`` (``time.monotonic()``) comes: those mirrors, or [] then.
-    Wake-ups of mirrors that no longer exist are acknowledged on the way. One read even when ``until`` has passed."""
+    Wake-ups of mirrors that no longer exist are acknowledged on the way. One read even when ``until`` has passed.
+    With ``claim``, only wake-ups this caller claimed count: one another tick claimed first is not returned."""
     poll = service.config.hooks.poll_interval.total_seconds()
     for _ in range(int(max(0.0, until - time.monotonic()) / poll) + 2):
         woken, stray = read_woken(service, name=name)
         if stray:
             service.mirrors.ack_wakeups(stray)
+        if woken and claim:
+            woken = claim_woken(service, woken)
         if woken:
             return woken
         left = until - time.monotonic()

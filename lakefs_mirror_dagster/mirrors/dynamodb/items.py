@@ -14,6 +14,7 @@ garbage-collection mark                ``gc/<mirror id>``  sha256 of the object'
 ref in flight (in_flight.py)           ``in_flight/<mirror id>``         ``<kind>/<ref>``
 organisation                           ``organizations``   organization id
 hook wake-up (``wakeups.py``)          ``wakeups/<region>``  ``<mirror id>\0<kind>\0<ref>``
+a ref's last sensor run request        ``run_requests/<mirror id>``     ``<kind>\0<ref>``
 =====================================  ==================  ==============================================
 
 All mirrors share one partition so that a strongly consistent Query lists them in id order, as the SQL

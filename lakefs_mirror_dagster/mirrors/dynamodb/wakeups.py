@@ -1,6 +1,8 @@
 """The wake-up queue (``mirrors/wakeups.py``) in DynamoDB: one item per (mirror, ref kind, ref) in the
 partition ``wakeups/<destination region>``, so a region reads its queue with one Query. Queueing again is a
-Put that renews the time and token; an ack is a Delete on the condition that the token is the one read."""
+Put that renews the time and token; a claim is an Update and an ack a Delete, each on the condition that the token
+is the one read. The run each ref last got from a sensor is one item per (mirror, ref kind, ref) in the partition
+``run_requests/<mirror id>``, written by a conditional Put."""
 
 from __future__ import annotations
 
@@ -8,9 +10,9 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from ..wakeups import MAX_WAKEUPS, RefWakeup, new_wakeup
+from ..wakeups import MAX_WAKEUPS, RefWakeup, check_run_request, claim_token, new_wakeup, with_token
 from .items import Item, decode_time, encode, key
-from .table import DynamoTable
+from .table import ConditionFailed, DynamoTable
 
 __all__ = ["DynamoWakeupQueue"]
 
@@ -43,6 +45,57 @@ class DynamoWakeupQueue(DynamoTable):
         found = [_to_wakeup(destination_region, item) for item in items]
         found.sort(key=lambda w: w.queued_at)
         return found[: max(1, min(limit, MAX_WAKEUPS))]
+
+    def claim_wakeups(self, wakeups: Iterable[RefWakeup], now: datetime) -> list[RefWakeup]:
+        """Claim each wake-up unless its token changed since it was read (queued again, or another tick claimed
+        it first); the ones claimed, with their claim token (ack those)."""
+        claimed = []
+        for w in wakeups:
+            token = claim_token(now)
+            try:
+                self._call(
+                    "update_item",
+                    TableName=self._table,
+                    Key=_wakeup_key(w),
+                    UpdateExpression="SET #token = :new",
+                    ConditionExpression="#token = :old",
+                    ExpressionAttributeNames={"#token": "token"},
+                    ExpressionAttributeValues={":new": encode(token), ":old": encode(w.token)},
+                )
+            except ConditionFailed:
+                continue
+            claimed.append(with_token(w, token))
+        return claimed
+
+    def request_run(
+        self, mirror_id: str, kind: str, ref: str, run_key: str, requester: str, now: datetime, *, lost_before: datetime
+    ) -> bool:
+        """Record that ``requester`` requests ``run_key`` for the ref; False (nothing written) when another
+        requester recorded that same key since ``lost_before``. A different key, or one recorded by the same
+        requester (Dagster deduplicates a sensor's own keys), or before ``lost_before``, is overwritten."""
+        check_run_request(mirror_id, kind, ref, run_key, requester, now)
+        item = {
+            **key(f"run_requests/{mirror_id}", f"{kind}\0{ref}"),
+            "run_key": encode(run_key),
+            "requester": encode(requester),
+            "requested_at": encode(now),
+        }
+        try:
+            self._call(
+                "put_item",
+                TableName=self._table,
+                Item=item,
+                ConditionExpression="attribute_not_exists(pk) OR run_key <> :key OR requester = :requester"
+                " OR requested_at < :lost",
+                ExpressionAttributeValues={
+                    ":key": encode(run_key),
+                    ":requester": encode(requester),
+                    ":lost": encode(lost_before),
+                },
+            )
+        except ConditionFailed:
+            return False
+        return True
 
     def ack_wakeups(self, handled: Iterable[RefWakeup]) -> int:
         """Remove the wake-ups that were handled, unless queued again since (their token changed); the count."""

@@ -13,17 +13,25 @@ Tags are compared as a whole set each tick: when they differ, one run of the mir
 requested, keyed ``<mirror>/tags/<source digest>@<mirror digest>``.
 With ``hooks.enabled`` the sensor also ticks every second between its scans, for the refs lakeFS hooks queued
 (``replication/hooks.py``), with the same keys; with ``hooks.sensor_wait`` such a tick waits that long for one.
+With ``hooks.sensor_listeners`` above 1, hooks sensors (``hooks_sensor_name``) wait for hooks beside it: Dagster
+starts a sensor's tick at most once per daemon loop (5 s) and never while its last tick runs, so one sensor that
+found a hook leaves nobody listening until the next loop. The listeners claim wake-ups (exactly one tick takes
+each), take turns waiting across the next loop, and since Dagster deduplicates run keys per sensor only, every
+run key any of these sensors requests (the full scan's too) is first recorded per (mirror, ref) in the mirrors
+database (``request_run``) and dropped when another sensor recorded it or already has a run with it.
 """
 
 import datetime as dt
 import json
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import dagster as dg
 
 from ...mirrors import Mirror, MirrorBranch, MirrorState
+from ...mirrors.wakeups import LOST_REQUEST
 from ...replication import ReplicationService, WokenMirror, pending_block, read_woken, wait_woken
 from ...replication.heads import branch_head, branch_heads, tag_commits
 from ..resources import ReplicationResource
@@ -37,7 +45,9 @@ __all__ = [
     "SOURCE_COMMIT_TAG",
     "BranchScan",
     "build_commit_sensor",
+    "build_hooks_sensor",
     "commit_sensor_name",
+    "hooks_sensor_name",
     "run_key",
     "scan_branches",
     "scan_woken",
@@ -54,8 +64,26 @@ BRANCH_TAG = "lakefs_mirror/branch"
 SOURCE_COMMIT_TAG = "lakefs_mirror/source_commit"
 
 
+#: Dagster's sensor daemon starts the ticks of every sensor not still running once per loop of this many seconds
+#: (``dagster._daemon.sensor.MIN_INTERVAL_LOOP_TIME``).
+DAEMON_LOOP_SECONDS = 5.0
+#: A listening tick that does not take the turn across the next loop returns this long before it, so that its
+#: sensor is idle (tick recorded) when the next loop starts it again: the call from the daemon to the code server
+#: and the tick's set-up before its wait (up to about 1 s on a loaded machine) come on top.
+LOOP_MARGIN_SECONDS = 1.5
+#: Until when each listening tick of each mirror waits (``time.monotonic()``), shared by the ticks of this
+#: process (the code server evaluates every sensor of the location): how listeners take turns.
+_LISTENING: dict[str, dict[str, float]] = {}
+_LISTENING_LOCK = threading.Lock()
+
+
 def commit_sensor_name(mirror: str) -> str:
     return f"lakefs_mirror_{mirror.replace('-', '_')}_commits"
+
+
+def hooks_sensor_name(mirror: str, listener: int) -> str:
+    """The ``listener``-th (2, 3, ...) sensor that waits for ``mirror``'s hooks (the commit sensor is the first)."""
+    return f"lakefs_mirror_{mirror.replace('-', '_')}_hooks_{listener}"
 
 
 def run_key(mirror: str, branch: str, source_head: str | None, mirror_head: str | None, retry: int = 0) -> str:
@@ -217,6 +245,7 @@ def build_commit_sensor(
     max_behind_seconds: float | None = None,
     hooks_interval_seconds: int | None = None,
     hooks_wait_seconds: float = 0.0,
+    hooks_listeners: int = 1,
 ) -> dg.SensorDefinition:
     """The commit sensor of one mirror, running by default so a new mirror replicates without a click. With
     ``max_behind_seconds``, each tick also evaluates the mirror's ``fresh`` check (``freshness.py``).
@@ -226,24 +255,31 @@ def build_commit_sensor(
     (or while a full scan is unfinished) it scans every branch as without hooks. Both use the same run keys in
     the same sensor, so a change a hook and a scan both see gets one run. With ``hooks_wait_seconds``
     (``hooks.sensor_wait``), a hooks tick that finds the queue empty keeps reading it that long: Dagster's sensor
-    daemon starts a tick at most every 5 s, so without it a hook waits 2.5 s on average for the next tick."""
+    daemon starts a tick at most every 5 s, so without it a hook waits 2.5 s on average for the next tick. With
+    ``hooks_listeners`` > 1 it is the first of that many listeners (``build_hooks_sensor``): wake-ups are claimed
+    and every run key recorded first (see the module's docstring)."""
     partitions = branch_partitions(mirror)
+    name = commit_sensor_name(mirror)
+    shared = hooks_listeners > 1
 
     @dg.sensor(
-        name=commit_sensor_name(mirror),
+        name=name,
         target=[target] + ([tags_target] if tags_target is not None else []),
         minimum_interval_seconds=hooks_interval_seconds or interval_seconds,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description=f"Requests a run for every branch of mirror {mirror} whose source head moved, and for its tags.",
     )
     def commit_sensor(context: dg.SensorEvaluationContext, replication: ReplicationResource) -> dg.SensorResult:
+        started = time.monotonic()
         service = replication.service()
         state = json.loads(context.cursor) if context.cursor else {}
         woken: list[WokenMirror] = []
         if hooks_interval_seconds is not None:
             if time.time() - state.get("full_at", 0.0) < interval_seconds:
-                woken = wait_woken(service, time.monotonic() + hooks_wait_seconds, name=mirror)
-                return _woken_result(context, service, woken, partitions, tags_target is not None)
+                woken = _listen(service, mirror, name, started, hooks_wait_seconds, claim=shared)
+                return _woken_result(
+                    context, service, woken, partitions, tags_target is not None, requester=name if shared else None
+                )
             woken, _ = read_woken(service, name=mirror)
         found = next(service.my_mirrors(name=mirror), None)
         if found is None or found.state != MirrorState.ACTIVE:
@@ -268,6 +304,8 @@ def build_commit_sensor(
             tags_request = tags_run_request(service, found)
             if tags_request is not None:
                 scan.requests.append(tags_request)
+        if shared:
+            scan.requests = _record_requests(context, service, found, scan.requests, name)
         fresh = state.get("fresh", "")
         if max_behind_seconds is not None:
             fresh = _report_freshness(context, service, mirror, max_behind_seconds, fresh)
@@ -294,14 +332,97 @@ def build_commit_sensor(
     return commit_sensor
 
 
+def build_hooks_sensor(
+    mirror: str,
+    target: dg.AssetsDefinition,
+    *,
+    listener: int,
+    tags_target: dg.AssetsDefinition | None = None,
+    hooks_interval_seconds: int,
+    hooks_wait_seconds: float,
+) -> dg.SensorDefinition:
+    """The ``listener``-th (2, 3, ...) sensor waiting for ``mirror``'s hooks beside its commit sensor
+    (``hooks.sensor_listeners``): its ticks only wait for wake-ups, claim them and request their runs as the
+    commit sensor's hooks ticks do (same keys, each recorded first); it never scans."""
+    partitions = branch_partitions(mirror)
+    name = hooks_sensor_name(mirror, listener)
+
+    @dg.sensor(
+        name=name,
+        target=[target] + ([tags_target] if tags_target is not None else []),
+        minimum_interval_seconds=hooks_interval_seconds,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=f"Waits for lakeFS hooks of mirror {mirror} beside its commit sensor and requests their runs.",
+    )
+    def hooks_sensor(context: dg.SensorEvaluationContext, replication: ReplicationResource) -> dg.SensorResult:
+        started = time.monotonic()
+        service = replication.service()
+        woken = _listen(service, mirror, name, started, hooks_wait_seconds, claim=True)
+        return _woken_result(context, service, woken, partitions, tags_target is not None, requester=name)
+
+    return hooks_sensor
+
+
+def _listen(
+    service: ReplicationService, mirror: str, sensor: str, start: float, wait: float, *, claim: bool
+) -> list[WokenMirror]:
+    """A hooks tick's wait for wake-ups (claimed, with ``claim``), from ``start`` (when the tick began,
+    ``time.monotonic()``). A tick waits ``wait`` seconds when no other listener of the mirror in this process
+    waits across the daemon's next loop, else it returns before that loop starts: so the listeners take turns
+    covering the loops' boundaries, the time when a tick that ended is not yet started again."""
+    with _LISTENING_LOCK:
+        waits = _LISTENING.setdefault(mirror, {})
+        # another listener waits past the next loop's start (ticks of one loop start within a few tenths of a
+        # second of each other, those of the next loop 5 s later: half a loop of slack either way)
+        covered = any(until >= start + DAEMON_LOOP_SECONDS for other, until in waits.items() if other != sensor)
+        if covered:
+            wait = min(wait, DAEMON_LOOP_SECONDS - LOOP_MARGIN_SECONDS)
+        waits[sensor] = start + wait
+    try:
+        return wait_woken(service, start + wait, name=mirror, claim=claim)
+    finally:
+        with _LISTENING_LOCK:
+            _LISTENING.get(mirror, {}).pop(sensor, None)
+
+
+def _record_requests(
+    context: dg.SensorEvaluationContext,
+    service: ReplicationService,
+    mirror: Mirror,
+    requests: Sequence[dg.RunRequest],
+    requester: str,
+) -> list[dg.RunRequest]:
+    """The run requests this sensor may make: each key recorded for its ref (``request_run``) unless another
+    sensor of the mirror recorded it first or already has a run with it (a recorded key lapses after
+    ``LOST_REQUEST``, when its tick died before Dagster got it, and the record is then taken over)."""
+    from dagster._core.storage.tags import RUN_KEY_TAG, SENSOR_NAME_TAG
+
+    now = dt.datetime.now(dt.UTC)
+    kept: list[dg.RunRequest] = []
+    for request in requests:
+        key = request.run_key or ""
+        runs = context.instance.get_runs(filters=dg.RunsFilter(tags={RUN_KEY_TAG: key}), limit=10) if key else []
+        if any(run.tags.get(SENSOR_NAME_TAG) != requester for run in runs):
+            continue  # another sensor of the mirror already has this run
+        kind, ref = ("branch", request.partition_key) if request.partition_key is not None else ("tag", "*")
+        if service.mirrors.request_run(mirror.id, kind, ref, key, requester, now, lost_before=now - LOST_REQUEST):
+            kept.append(request)
+    if len(kept) < len(requests):
+        context.log.info(f"{mirror.name}: {len(requests) - len(kept)} run(s) already requested by another sensor")
+    return kept
+
+
 def _woken_result(
     context: dg.SensorEvaluationContext,
     service: ReplicationService,
     woken: list[WokenMirror],
     partitions: dg.DynamicPartitionsDefinition,
     with_tags: bool,
+    *,
+    requester: str | None = None,
 ) -> dg.SensorResult:
-    """A hooks tick: runs for the branches (and the tags) the queued wake-ups name, which are then acknowledged."""
+    """A hooks tick: runs for the branches (and the tags) the queued wake-ups name, which are then acknowledged
+    (with ``requester``, the sensor's name, only the run keys it could record: ``_record_requests``)."""
     if not woken:
         return dg.SensorResult(skip_reason="no lakeFS hook since the last tick", cursor=context.cursor)
     entry = woken[0]  # read_woken(name=...) returns this mirror alone
@@ -313,6 +434,8 @@ def _woken_result(
             tags_request = tags_run_request(service, entry.mirror)
             if tags_request is not None:
                 scan.requests.append(tags_request)
+        if requester is not None:
+            scan.requests = _record_requests(context, service, entry.mirror, scan.requests, requester)
     service.mirrors.ack_wakeups(entry.wakeups)
     context.log.info(
         f"{entry.mirror.name}: {len(entry.wakeups)} hook wake-up(s), {len(scan.requests)} run(s) requested"

@@ -1,5 +1,6 @@
 """The mirroring domain's definitions: per mirror a branch-heads asset with its ``fresh`` check, a tags asset and
-a commit sensor; the mirrors-manager sensor; the Spark resource their runs use."""
+a commit sensor (with ``hooks.sensor_listeners`` > 1, hooks sensors beside it); the mirrors-manager sensor; the
+Spark resource their runs use."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import dagster as dg
 
 from ...config import FreshnessConfig, ReplicationConfig, SparkConfig, ValidatorConfig
 from .branch_heads import build_branch_heads_asset
-from .commits import build_commit_sensor
+from .commits import build_commit_sensor, build_hooks_sensor
 from .freshness import build_fresh_check
 from .manager import build_mirrors_manager_sensor
 from .spark import SparkValidatorResource
@@ -35,6 +36,10 @@ def mirroring_definitions(
     branch_assets = [build_branch_heads_asset(name) for name in names]
     tag_assets = [build_tags_asset(name) for name in names]
     max_behind = (config.freshness if config else FreshnessConfig()).max_behind.total_seconds()
+    hooks = config.hooks if config and config.hooks.enabled else None
+    hooks_interval = _seconds(hooks.poll_interval, 1) if hooks else None
+    hooks_wait = hooks.sensor_wait.total_seconds() if hooks else 0.0
+    listeners = hooks.sensor_listeners if hooks else 1
     sensors = [
         build_commit_sensor(
             name,
@@ -42,10 +47,23 @@ def mirroring_definitions(
             tags_target=tags,
             interval_seconds=_seconds(commit_interval, 60),
             max_behind_seconds=max_behind,
-            hooks_interval_seconds=_seconds(config.hooks.poll_interval, 1) if config and config.hooks.enabled else None,
-            hooks_wait_seconds=config.hooks.sensor_wait.total_seconds() if config else 0.0,
+            hooks_interval_seconds=hooks_interval,
+            hooks_wait_seconds=hooks_wait,
+            hooks_listeners=listeners,
         )
         for name, branches, tags in zip(names, branch_assets, tag_assets, strict=True)
+    ]
+    sensors += [
+        build_hooks_sensor(
+            name,
+            branches,
+            listener=listener,
+            tags_target=tags,
+            hooks_interval_seconds=hooks_interval or 1,
+            hooks_wait_seconds=hooks_wait,
+        )
+        for name, branches, tags in zip(names, branch_assets, tag_assets, strict=True)
+        for listener in range(2, listeners + 1)
     ]
     sensors.append(
         build_mirrors_manager_sensor(
