@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import re
 import secrets
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -72,14 +73,24 @@ ALLOWED_TRANSITIONS: dict[MirrorState, frozenset[MirrorState]] = {
 }
 
 
+_last_id_value = 0
+_id_lock = threading.Lock()
+
+
 def new_mirror_id() -> str:
     """26 lowercase base32 characters: 48 bits of milliseconds then 80 random bits.
 
     Sorting ids sorts mirrors by creation time (stable pagination), and the id is itself a valid lakeFS
     repository name, so it can name the mirror repository or appear in an ARN as the reference's
-    ``{mirrorId}`` does.
+    ``{mirrorId}`` does. Ids made by one process within the same millisecond (or after the clock stepped back)
+    follow the previous one (its value plus one), so they sort in the order they were made there too.
     """
+    global _last_id_value
     value = (int(time.time() * 1000) & ((1 << 48) - 1)) << 80 | secrets.randbits(80)
+    with _id_lock:
+        if value >> 80 <= _last_id_value >> 80:
+            value = _last_id_value + 1
+        _last_id_value = value
     chars = []
     for _ in range(26):
         chars.append(_CROCKFORD[value & 31])
