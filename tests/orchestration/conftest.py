@@ -20,7 +20,7 @@ from lakefs_mirror_dagster.orchestration.definitions import build_definitions
 from lakefs_mirror_dagster.replication import ReplicationService
 from tests.replication.conftest import config_path, content, isolated_regions, service_for
 
-__all__ = ["MirrorCase", "config_path", "isolated_case", "isolated_regions", "service_for"]
+__all__ = ["MirrorCase", "config_path", "daemon_mirror", "isolated_case", "isolated_regions", "service_for"]
 
 # Spark's Python workers must import this package: run them with the test interpreter. Set before any
 # SparkContext starts (the session fixture and the validator resource share one session).
@@ -76,6 +76,30 @@ def isolated_case(
     )
     config = config or load_config(path, env={})
     return MirrorCase(repo, mirror, src, dst_svc.client("region-b"), src_svc, dst_svc, config, path)
+
+
+def daemon_mirror(
+    lakefs_env: Environment,
+    isolated_regions: tuple[Callable[[str], Path], Callable[[str], ReplicationService]],
+    repo: str,
+    name: str,
+    out: Path,
+) -> Path:
+    """Mirror ``repo`` (region-a) as ``name`` in region-b, active as the manager sensor's first tick leaves it,
+    and return region-b's config for ``dagster-daemon`` at ``out``: the commit sensor scanning every 2 s."""
+    from lakefs_mirror_devenv.replication_config import config_variant
+
+    from lakefs_mirror_dagster.orchestration.mirroring import reconcile_mirrors
+
+    path, service = isolated_regions
+    service("region-a").create_mirror(
+        source_repository=repo,
+        name=name,
+        region="region-b",
+        storage_namespace=lakefs_env.region("region-b").namespace_for(name),
+    )
+    assert reconcile_mirrors(service("region-b")).activated == [name]  # what the manager sensor does first
+    return config_variant(path("region-b"), out, commit_sensor={"process_branches_duration": "2s"})
 
 
 @pytest.fixture

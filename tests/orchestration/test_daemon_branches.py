@@ -18,10 +18,10 @@ import pytest
 from lakefs_mirror_devenv import Environment
 from lakefs_mirror_devenv.branch_fanout import fan_out_branches
 from lakefs_mirror_devenv.dagster_daemon import converge_mirror
-from lakefs_mirror_devenv.replication_config import config_variant
 
-from lakefs_mirror_dagster.orchestration.mirroring import reconcile_mirrors
 from lakefs_mirror_dagster.replication import ReplicationService
+
+from .conftest import daemon_mirror
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +38,7 @@ def test_many_branches_converge_under_the_daemon_with_runs_in_parallel_and_no_du
     unique_name: Callable[[str], str],
     tmp_path: Path,
 ) -> None:
-    path, service = isolated_regions
+    service = isolated_regions[1]
     src = service("region-a").client("region-a")
     gateway = lakefs_env.region("region-a").s3_gateway_client()
     repo, name = unique_name("fanout"), unique_name("fanout-mirror")
@@ -46,16 +46,7 @@ def test_many_branches_converge_under_the_daemon_with_runs_in_parallel_and_no_du
     gateway.put_object(Bucket=repo, Key="main/tables/t/part-0.json", Body=b'{"row": 0}')
     main = src.commit(repo, "main", "first").id
     heads = {"main": main, **fan_out_branches(src, gateway, repo, [f"b{i:03}" for i in range(branches)])}
-    service("region-a").create_mirror(
-        source_repository=repo,
-        name=name,
-        region="region-b",
-        storage_namespace=lakefs_env.region("region-b").namespace_for(name),
-    )
-    assert reconcile_mirrors(service("region-b")).activated == [name]  # what the manager sensor does first
-    config = config_variant(
-        path("region-b"), tmp_path / "daemon-region-b.yaml", commit_sensor={"process_branches_duration": "2s"}
-    )
+    config = daemon_mirror(lakefs_env, isolated_regions, repo, name, tmp_path / "daemon-region-b.yaml")
 
     result = converge_mirror(
         tmp_path / "dagster_home",

@@ -20,13 +20,13 @@ import dagster as dg
 import pytest
 from lakefs_mirror_devenv import Environment
 from lakefs_mirror_devenv.dagster_daemon import dagster_daemon, write_instance_config
-from lakefs_mirror_devenv.replication_config import config_variant
 
 from lakefs_mirror_dagster.orchestration.launcher import RUN_WORKER_PID_TAG
-from lakefs_mirror_dagster.orchestration.mirroring import reconcile_mirrors
 from lakefs_mirror_dagster.orchestration.mirroring.commits import MIRROR_TAG
 from lakefs_mirror_dagster.replication import ReplicationService
 from lakefs_mirror_dagster.replication.heads import branch_heads
+
+from .conftest import daemon_mirror
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +41,7 @@ def test_a_run_whose_worker_died_is_failed_and_run_again_until_the_branch_conver
     unique_name: Callable[[str], str],
     tmp_path: Path,
 ) -> None:
-    path, service = isolated_regions
+    service = isolated_regions[1]
     src = service("region-a").client("region-a")
     gateway = lakefs_env.region("region-a").s3_gateway_client()
     repo, name = unique_name("dead-worker"), unique_name("dead-worker-mirror")
@@ -49,16 +49,7 @@ def test_a_run_whose_worker_died_is_failed_and_run_again_until_the_branch_conver
     for key, body in OBJECTS.items():
         gateway.put_object(Bucket=repo, Key=f"main/{key}", Body=body)
     head = src.commit(repo, "main", "three objects").id
-    service("region-a").create_mirror(
-        source_repository=repo,
-        name=name,
-        region="region-b",
-        storage_namespace=lakefs_env.region("region-b").namespace_for(name),
-    )
-    assert reconcile_mirrors(service("region-b")).activated == [name]
-    config = config_variant(
-        path("region-b"), tmp_path / "daemon-region-b.yaml", commit_sensor={"process_branches_duration": "2s"}
-    )
+    config = daemon_mirror(lakefs_env, isolated_regions, repo, name, tmp_path / "daemon-region-b.yaml")
     home = tmp_path / "dagster_home"
     write_instance_config(
         home, max_concurrent_runs=2, dequeue_interval_seconds=1, sensor_workers=2, fork_runs=True,
