@@ -146,11 +146,18 @@ class MirrorsDatabase(Protocol):
 
     def ack_wakeups(self, handled: Iterable[RefWakeup]) -> int: ...
 
-    def claim_wakeups(self, wakeups: Iterable[RefWakeup], now: datetime) -> list[RefWakeup]: ...
+    def claim_wakeups(self, wakeups: Iterable[RefWakeup], now: datetime) -> list[RefWakeup]:
+        """Claim each wake-up unless its token changed since it was read (queued again, or another tick claimed
+        it first); the ones claimed, with their claim token (ack those)."""
+        ...
 
     def request_run(
         self, mirror_id: str, kind: str, ref: str, run_key: str, requester: str, now: datetime, *, lost_before: datetime
-    ) -> bool: ...
+    ) -> bool:
+        """Record that ``requester`` requests ``run_key`` for the ref; False (nothing written) when another
+        requester recorded that same key since ``lost_before``. A different key, or one recorded by the same
+        requester (Dagster deduplicates a sensor's own keys), or before ``lost_before``, is overwritten."""
+        ...
 
 
 def open_mirrors_database(config: MirrorsDatabaseConfig, *, create_tables: bool = True) -> MirrorsDatabase:

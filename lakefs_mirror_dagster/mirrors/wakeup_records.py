@@ -95,8 +95,7 @@ class WakeupQueue(Transactions):
         ]
 
     def claim_wakeups(self, wakeups: Iterable[RefWakeup], now: datetime) -> list[RefWakeup]:
-        """Claim each wake-up unless its token changed since it was read (queued again, or another tick claimed
-        it first); the ones claimed, with their claim token (ack those)."""
+        """``MirrorsDatabase.claim_wakeups`` (SQL: a conditional UPDATE per wake-up)."""
         c = ref_wakeups.c
         claimed = []
         for w in wakeups:
@@ -113,9 +112,7 @@ class WakeupQueue(Transactions):
     def request_run(
         self, mirror_id: str, kind: str, ref: str, run_key: str, requester: str, now: datetime, *, lost_before: datetime
     ) -> bool:
-        """Record that ``requester`` requests ``run_key`` for the ref; False (nothing written) when another
-        requester recorded that same key since ``lost_before``. A different key, or one recorded by the same
-        requester (Dagster deduplicates a sensor's own keys), or before ``lost_before``, is overwritten."""
+        """``MirrorsDatabase.request_run``."""
         check_run_request(mirror_id, kind, ref, run_key, requester, now)
         row = {
             "mirror_id": mirror_id,

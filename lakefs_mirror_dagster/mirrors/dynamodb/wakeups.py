@@ -47,8 +47,7 @@ class DynamoWakeupQueue(DynamoTable):
         return found[: max(1, min(limit, MAX_WAKEUPS))]
 
     def claim_wakeups(self, wakeups: Iterable[RefWakeup], now: datetime) -> list[RefWakeup]:
-        """Claim each wake-up unless its token changed since it was read (queued again, or another tick claimed
-        it first); the ones claimed, with their claim token (ack those)."""
+        """``MirrorsDatabase.claim_wakeups`` (DynamoDB: a conditional UpdateItem per wake-up)."""
         claimed = []
         for w in wakeups:
             token = claim_token(now)
@@ -70,9 +69,7 @@ class DynamoWakeupQueue(DynamoTable):
     def request_run(
         self, mirror_id: str, kind: str, ref: str, run_key: str, requester: str, now: datetime, *, lost_before: datetime
     ) -> bool:
-        """Record that ``requester`` requests ``run_key`` for the ref; False (nothing written) when another
-        requester recorded that same key since ``lost_before``. A different key, or one recorded by the same
-        requester (Dagster deduplicates a sensor's own keys), or before ``lost_before``, is overwritten."""
+        """``MirrorsDatabase.request_run``."""
         check_run_request(mirror_id, kind, ref, run_key, requester, now)
         item = {
             **key(f"run_requests/{mirror_id}", f"{kind}\0{ref}"),
