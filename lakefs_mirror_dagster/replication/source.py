@@ -14,6 +14,7 @@ its expiry) is read through lakeFS as before; the copied bytes are checked again
 
 from __future__ import annotations
 
+import http.client
 import io
 import logging
 import threading
@@ -34,6 +35,7 @@ from ..storage import (
     StorageError,
     TransientStorageError,
 )
+from ..storage.http_gets import HttpBody, HttpGets, HttpStatusError
 from ..storage.uri import join_namespace
 from .validation import metadata_uri
 
@@ -72,11 +74,7 @@ class ApiObjectReader(Blockstore):
         #: Presigned URL and the time it may be used until, by ``lakefs://`` URI; each is used once.
         self._presigned: dict[str, tuple[str, float]] = {}
         self._presign_paused_until = 0.0
-        self._http = urllib3.PoolManager(
-            maxsize=32,
-            retries=False,
-            timeout=urllib3.Timeout(connect=_PRESIGNED_CONNECT_TIMEOUT_S, read=read_timeout_s),
-        )
+        self._http = HttpGets(connect_timeout_s=_PRESIGNED_CONNECT_TIMEOUT_S, read_timeout_s=read_timeout_s)
 
     @staticmethod
     def uri(repo: str, commit_id: str, path: str) -> str:
@@ -159,16 +157,14 @@ class ApiObjectReader(Blockstore):
     def _open_presigned(self, uri: str, url: str) -> BinaryIO | None:
         """The object's bytes straight from its store, or None when that failed (then lakeFS serves it)."""
         try:
-            resp = self._http.request("GET", url, preload_content=False, redirect=False)
-        except urllib3.exceptions.HTTPError as exc:
+            body = self._http.open(url)
+        except HttpStatusError as exc:
+            self._pause_presigning(f"a presigned read of {uri} answered HTTP {exc.status}")
+            return None
+        except (OSError, http.client.HTTPException, ValueError) as exc:
             self._pause_presigning(f"the store behind {uri} cannot be reached from here ({type(exc).__name__})")
             return None
-        if resp.status == 200:
-            return cast(BinaryIO, _ResponseStream(resp, uri))
-        resp.drain_conn()
-        resp.release_conn()
-        self._pause_presigning(f"a presigned read of {uri} answered HTTP {resp.status}")
-        return None
+        return cast(BinaryIO, _PresignedBody(body, uri))
 
     def _pause_presigning(self, why: str, *, level: int = logging.WARNING) -> None:
         """Read through lakeFS for a while, and say why (never with a URL: it carries a signature)."""
@@ -217,6 +213,30 @@ class _ResponseStream(io.RawIOBase):
     def close(self) -> None:
         if not self.closed:
             self._resp.release_conn()
+        super().close()
+
+
+class _PresignedBody(io.RawIOBase):
+    """A presigned read's body; a connection lost mid-body is a transient storage error (the transfer pool reads
+    the object again, through lakeFS)."""
+
+    def __init__(self, body: HttpBody, uri: str) -> None:
+        super().__init__()
+        self._body = body
+        self._uri = uri
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        try:
+            return self._body.readinto(buffer)
+        except (OSError, http.client.HTTPException) as exc:
+            raise TransientStorageError(f"read {self._uri}: {type(exc).__name__}", uri=self._uri) from exc
+
+    def close(self) -> None:
+        if not self.closed:
+            self._body.close()
         super().close()
 
 
