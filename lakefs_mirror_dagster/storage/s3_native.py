@@ -33,10 +33,12 @@ if TYPE_CHECKING:
 __all__ = ["NativeS3Requests", "UnlistableKeyError"]
 
 #: Prefixes obstore lists exactly as S3 would: empty, or whole directories of plain characters (object_store
-#: matches prefixes by path segment and would percent-encode other characters).
-_PLAIN_DIRECTORY = re.compile(r"(?:[A-Za-z0-9._=+-]+/)*")
+#: matches prefixes by path segment and would percent-encode other characters). ``,`` and ``_`` are plain: lakeFS
+#: names its uploads ``data/<partition>/<id>,<token>`` with ``_`` in the token, and a validation listing starts
+#: just before such a name.
+_PLAIN_DIRECTORY = re.compile(r"(?:[A-Za-z0-9._,=+-]+/)*")
 #: A key obstore takes as a listing's offset (``StartAfter``) unchanged: plain segments, the last one may be empty.
-_PLAIN_KEY = re.compile(r"(?:[A-Za-z0-9._=+-]+/)*[A-Za-z0-9._=+-]*")
+_PLAIN_KEY = re.compile(r"(?:[A-Za-z0-9._,=+-]+/)*[A-Za-z0-9._,=+-]*")
 
 
 def _plain(text: str, pattern: re.Pattern[str]) -> bool:

@@ -18,7 +18,7 @@ BODY = bytes(range(256)) * 64  # 16 KiB
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         server: _Server = self.server  # type: ignore[assignment]
         server.paths.append(self.path)
         if self.path.startswith("/missing"):

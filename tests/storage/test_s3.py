@@ -82,6 +82,13 @@ def test_a_directory_is_listed_through_obstore_exactly_as_s3_lists_it(
 
     monkeypatch.setattr(s3_store.client, "get_paginator", no_boto3_listing)
     assert list(s3_store.list_prefix(f"s3://{bucket}/ns/dir/")) == by_boto3
+    # lakeFS's upload names (a comma, and ``_`` in the token), listed from just before one of them
+    uploads = [f"ns/data/g_1,2/dc40ub1ksd,-3ttIsZ_{c}Xq" for c in "abc"]
+    for key in uploads:
+        s3_store.write_bytes(f"s3://{bucket}/{key}", b"x")
+    after = f"s3://{bucket}/{uploads[1][:-1]}"
+    listed = [i.uri for i in s3_store.list_prefix(f"s3://{bucket}/ns/data/g_1,2/", start_after=after)]
+    assert listed == [f"s3://{bucket}/{k}" for k in uploads[1:]]
     with pytest.raises(BucketNotFound):
         list(s3_store.list_prefix("s3://no-such-bucket-here/ns/"))
 
