@@ -168,7 +168,10 @@ def ours(env: Environment, repo: str, mode: str, payload: int, expected_objects:
     copied = child.result["objects_copied"]
     if copied != expected_objects:
         raise RuntimeError(f"mirror {mirror}: copied {copied} objects, expected {expected_objects}")
-    note = f"peak RSS {child.peak_rss_bytes / MiB:.0f} MiB, process wall {child.seconds:.1f}s (sync timed inside)"
+    note = (
+        f"peak RSS {child.peak_rss_bytes / MiB:.0f} MiB, process wall {child.seconds:.1f}s (sync timed inside: "
+        f"{fx.format_stages(child.result['stages'])})"
+    )
     return Figure(f"ours ({mode} source)", child.result["seconds"], payload, child.cpu_seconds, note=note)
 
 

@@ -35,7 +35,7 @@ from ..storage import (
     StorageError,
     TransientStorageError,
 )
-from ..storage.http_gets import HttpBody, HttpGets, HttpStatusError
+from ..storage.plain_http import HttpBody, HttpConnections, HttpStatusError
 from ..storage.uri import join_namespace
 from .validation import metadata_uri
 
@@ -74,7 +74,7 @@ class ApiObjectReader(Blockstore):
         #: Presigned URL and the time it may be used until, by ``lakefs://`` URI; each is used once.
         self._presigned: dict[str, tuple[str, float]] = {}
         self._presign_paused_until = 0.0
-        self._http = HttpGets(connect_timeout_s=_PRESIGNED_CONNECT_TIMEOUT_S, read_timeout_s=read_timeout_s)
+        self._http = HttpConnections(connect_timeout_s=_PRESIGNED_CONNECT_TIMEOUT_S, read_timeout_s=read_timeout_s)
 
     @staticmethod
     def uri(repo: str, commit_id: str, path: str) -> str:
@@ -157,7 +157,7 @@ class ApiObjectReader(Blockstore):
     def _open_presigned(self, uri: str, url: str) -> BinaryIO | None:
         """The object's bytes straight from its store, or None when that failed (then lakeFS serves it)."""
         try:
-            body = self._http.open(url)
+            body = self._http.get(url)
         except HttpStatusError as exc:
             self._pause_presigning(f"a presigned read of {uri} answered HTTP {exc.status}")
             return None

@@ -44,6 +44,13 @@ class ErrorResponse(Exception):
         self.code = code
         self.message = message
 
+    @classmethod
+    def from_body(cls, status: int, body: bytes) -> ErrorResponse:
+        """The answer of a request sent outside obstore (``s3_native``'s streamed PUT), from its XML error body."""
+        text = body.decode("utf-8", "replace")
+        code, message = _CODE.search(text), _MESSAGE.search(text)
+        return cls(status, code.group(1) if code else "", message.group(1) if message else "")
+
 
 class Body:
     """A GET body with ``read``/``readinto``/``close`` over obstore's chunk iterator."""
@@ -92,6 +99,7 @@ _STATUS = re.compile(r"status code: (\d{3})")
 #: The error code in the answer's body, which obstore quotes in its message (S3's NoSuchBucket vs NoSuchKey,
 #: Azure's ContainerNotFound vs BlobNotFound: both answer in ``<Code>`` XML).
 _CODE = re.compile(r"<Code>([^<]{1,200})</Code>")
+_MESSAGE = re.compile(r"<Message>([^<]{0,300})</Message>")
 
 
 def native_error(exc: Exception) -> Exception:

@@ -20,17 +20,26 @@ boto3.
 
 from __future__ import annotations
 
+import http.client
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from .native import NativeRequests, native_error
+from .native import ErrorResponse, NativeRequests, native_error
+from .plain_http import HttpConnections
+from .streams import strip_etag
 
 if TYPE_CHECKING:
     from obstore.store import ClientConfig, RetryConfig, S3Config
 
-__all__ = ["NativeS3Requests", "UnlistableKeyError"]
+__all__ = ["STREAMED_PUT_MIN_BYTES", "NativeS3Requests", "UnlistableKeyError"]
+
+#: Smallest single PUT that is streamed (module docstring): below it, obstore's PUT of a buffer costs less CPU
+#: than a presigned request through ``http.client``, and the buffer is small.
+STREAMED_PUT_MIN_BYTES = 8 * 1024 * 1024
+#: How long a presigned PUT URL is valid: the request must start within it (the body may take longer).
+_PUT_URL_VALID = timedelta(hours=1)
 
 #: Prefixes obstore lists exactly as S3 would: empty, or whole directories of plain characters (object_store
 #: matches prefixes by path segment and would percent-encode other characters). ``,`` and ``_`` are plain: lakeFS
@@ -91,6 +100,9 @@ class NativeS3Requests(NativeRequests):
             "timeout": timedelta(seconds=max(read_timeout, 3600.0)),
         }
         self._retry: RetryConfig = {"max_retries": max_attempts - 1, "retry_timeout": timedelta(seconds=120)}
+        self._http = HttpConnections(
+            connect_timeout_s=connect_timeout, read_timeout_s=read_timeout, verify_tls=verify_tls
+        )
 
     def _new_store(self, bucket: str, *, for_parts: bool = False) -> Any:
         from obstore.store import S3Store
@@ -102,6 +114,26 @@ class NativeS3Requests(NativeRequests):
             retry_config=self._retry,
             credential_provider=self._provider,
         )
+
+    def put_stream(self, bucket: str, key: str, pieces: Iterable[Any], size: int) -> str | None:
+        """One PUT of ``size`` bytes sent as ``pieces`` arrive, through a URL obstore presigns (``unsigned_puts``
+        stores only); returns the stored object's ETag. An error raised by ``pieces`` (the source failed, a size
+        check refused it) is raised as it is, and the store keeps nothing: the request never completed."""
+        import obstore
+
+        if not self.unsigned_puts:
+            raise ValueError("a streamed PUT is unsigned: not for a store that asks for server-side encryption")
+        try:
+            url = obstore.sign(self._store(bucket), "PUT", key, _PUT_URL_VALID)
+        except Exception as exc:
+            raise native_error(exc) from exc
+        try:
+            answer = self._http.put(url, pieces, size)
+        except (OSError, http.client.HTTPException) as exc:
+            raise ConnectionError(f"PUT {type(exc).__name__}: {str(exc)[:200]}") from exc
+        if answer.status != 200:
+            raise ErrorResponse.from_body(answer.status, answer.body)
+        return strip_etag(answer.headers.get("etag"))
 
     @staticmethod
     def lists_exactly(prefix: str, *, after: str | None = None) -> bool:

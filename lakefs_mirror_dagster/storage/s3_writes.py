@@ -1,9 +1,9 @@
 """Writes to S3: single PUTs, multipart uploads, deletes.
 
-Both go through obstore (``s3_native``) unless a proxy is configured; then boto3 takes them, with explicit
-multipart calls rather than boto3's transfer manager (which buffers up to ten parts per upload). Either way this
-package picks the part size, the byte budget reserves every part an upload may hold (``write_buffer_size``),
-and a failed multipart upload is aborted, so S3 never exposes a partial object.
+Both go through obstore (``s3_native``, which streams large single PUTs) unless a proxy is configured; then boto3
+takes them, with explicit multipart calls rather than boto3's transfer manager (which buffers up to ten parts per
+upload). Either way this package picks the part size, the byte budget reserves every part an upload may hold
+(``write_buffer_size``), and a failed multipart upload is aborted, so S3 never exposes a partial object.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from .errors import ChecksumMismatchError
 from .native import UPLOAD_PARTS_HELD, ErrorResponse
 from .s3_client import MAX_PARTS, MiB, S3Connection
 from .s3_direct import as_client_error
-from .streams import CheckedParts, strip_etag, whole_or_head
+from .s3_native import STREAMED_PUT_MIN_BYTES
+from .streams import READ_PIECE, CheckedParts, exact_pieces, strip_etag, whole_or_head
 
 __all__ = ["S3Writes"]
 
@@ -32,7 +33,18 @@ class S3Writes(S3Connection):
         needed = math.ceil(size / MAX_PARTS)
         return max(self.multipart_chunk_size, math.ceil(needed / MiB) * MiB)
 
+    def _streams(self, size: int | None) -> bool:
+        """Whether an object of ``size`` bytes goes in one streamed PUT (``s3_native.STREAMED_PUT_MIN_BYTES``)."""
+        return (
+            size is not None
+            and STREAMED_PUT_MIN_BYTES <= size < self.multipart_threshold
+            and self._direct is not None
+            and self._direct.unsigned_puts
+        )
+
     def write_buffer_size(self, size: int) -> int:
+        if self._streams(size):
+            return READ_PIECE
         if size < self.multipart_threshold:
             return size + 1
         return self._part_size(size) * (UPLOAD_PARTS_HELD if self._direct is not None else 1)
@@ -43,6 +55,9 @@ class S3Writes(S3Connection):
 
     def write_stream(self, uri: str, stream: ReadableStream, size: int | None = None) -> ObjectStat:
         bucket, key = self._split(uri)
+        if self._streams(size):
+            assert size is not None and self._direct is not None
+            return self._streamed_put(bucket, key, uri, stream, size)
         data, whole = whole_or_head(uri, stream, size, self.multipart_threshold)
         if whole:
             return self._put(bucket, key, uri, data)
@@ -62,6 +77,17 @@ class S3Writes(S3Connection):
         except Exception as exc:
             raise self._error(exc, "write", uri) from exc
         return ObjectStat(size=len(data), etag=strip_etag(etag))
+
+    def _streamed_put(self, bucket: str, key: str, uri: str, stream: ReadableStream, size: int) -> ObjectStat:
+        assert self._direct is not None
+        try:
+            try:
+                etag = self._direct.put_stream(bucket, key, exact_pieces(uri, stream, size), size)
+            except ErrorResponse as exc:
+                raise as_client_error(exc, "PutObject") from exc
+        except Exception as exc:
+            raise self._error(exc, "write", uri) from exc  # the source's own storage errors pass as they are
+        return ObjectStat(size=size, etag=strip_etag(etag))
 
     def _multipart_upload(
         self, bucket: str, key: str, uri: str, head: bytearray, stream: ReadableStream, size: int | None

@@ -14,6 +14,7 @@ __all__ = [
     "BodyReader",
     "CheckedParts",
     "check_size",
+    "exact_pieces",
     "fill",
     "iter_parts",
     "read_exact",
@@ -63,6 +64,40 @@ def fill(stream: ReadableStream, n: int) -> bytearray:
             filled += got
     del buffer[filled:]
     return buffer
+
+
+def exact_pieces(uri: str, stream: ReadableStream, size: int, piece_size: int = READ_PIECE) -> Iterator[memoryview]:
+    """The ``size`` bytes of ``stream`` as it delivers them, each a view of one reused buffer of ``piece_size``
+    bytes that is valid until the next is asked for: a streamed PUT holds one piece, whatever the object's size.
+    The last piece comes only after the stream showed it has no more, so a source that delivers fewer or more
+    bytes raises ``size_mismatch`` before a request could complete with them."""
+    view = memoryview(bytearray(max(1, min(piece_size, size))))
+    readinto = getattr(stream, "readinto", None)
+    sent = 0
+    while sent < size:
+        want = view[: min(len(view), size - sent)]
+        got = _read_into(stream, readinto, want)
+        if not got:
+            raise size_mismatch(uri, size, sent)
+        sent += got
+        if sent == size:
+            _check_drained(uri, stream, readinto, size)
+        yield view[:got]
+    if size == 0:
+        _check_drained(uri, stream, readinto, size)
+
+
+def _read_into(stream: ReadableStream, readinto: Callable[[memoryview], int] | None, view: memoryview) -> int:
+    if readinto is not None:
+        return readinto(view) or 0
+    piece = stream.read(len(view))
+    view[: len(piece)] = piece
+    return len(piece)
+
+
+def _check_drained(uri: str, stream: ReadableStream, readinto: Callable[[memoryview], int] | None, size: int) -> None:
+    if _read_into(stream, readinto, memoryview(bytearray(1))):
+        raise size_mismatch(uri, size, None)
 
 
 def strip_etag(etag: str | None) -> str | None:

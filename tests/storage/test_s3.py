@@ -24,6 +24,8 @@ from lakefs_mirror_dagster.storage import (
     copy_object,
 )
 from lakefs_mirror_dagster.storage.checksums import ExpectedContent, VerifyingReader, multipart_etag
+from lakefs_mirror_dagster.storage.s3_native import STREAMED_PUT_MIN_BYTES
+from lakefs_mirror_dagster.storage.streams import READ_PIECE
 
 from .conftest import FailingStream, MiB, S3ServerLike, s3_store_for
 
@@ -136,7 +138,8 @@ def test_multipart_above_threshold(s3_store: S3Blockstore, bucket: str, announce
 def test_the_byte_budget_reserves_every_part_an_upload_holds(s3_server: S3ServerLike) -> None:
     """obstore sends two parts at once while it fills the third: a large object reserves three parts."""
     store = s3_store_for(s3_server, multipart_threshold=16 * MiB, multipart_chunk_size=8 * MiB)
-    assert store.write_buffer_size(16 * MiB - 1) == 16 * MiB
+    assert store.write_buffer_size(8 * MiB - 1) == 8 * MiB  # one PUT of a buffer
+    assert store.write_buffer_size(16 * MiB - 1) == READ_PIECE  # one streamed PUT: a piece at a time
     assert store.write_buffer_size(2 * 1024 * MiB) == 3 * 8 * MiB
     assert store.write_buffer_size(200 * 1024 * MiB) == 3 * 21 * MiB  # 10,000 parts at most: 21 MiB parts
 
@@ -331,8 +334,8 @@ def test_single_puts_go_unsigned_and_multipart_parts_signed(s3_server: S3ServerL
 def test_objects_below_the_default_threshold_copy_in_one_put_checked_by_md5(
     s3_server: S3ServerLike, bucket: str
 ) -> None:
-    """With the default ``transfer`` sizes a 64 MiB object is one PUT: its ETag at the mirror is its MD5, which
-    validation compares in full (a multipart ETag validates by size only)."""
+    """With the default ``transfer`` sizes a 64 MiB object is one (streamed) PUT: its ETag at the mirror is its MD5,
+    which validation compares in full (a multipart ETag validates by size only)."""
     from lakefs_mirror_dagster.config.sections import TransferConfig
 
     sizes = TransferConfig()
@@ -352,7 +355,7 @@ def test_objects_below_the_default_threshold_copy_in_one_put_checked_by_md5(
     )
     assert (result.method, str(result.check)) == ("stream", "md5")
     assert store.stat(f"s3://{bucket}/dst") == store.stat(f"s3://{bucket}/src")
-    assert store.write_buffer_size(len(data)) == len(data) + 1  # the whole object, from the byte budget
+    assert store.write_buffer_size(len(data)) == READ_PIECE  # streamed: one piece, from the byte budget
 
 
 @pytest.mark.parametrize("prefix", ["ns/data/", "ns/da"], ids=["obstore", "boto3"])
@@ -367,3 +370,61 @@ def test_a_listing_starts_after_a_given_uri(s3_store: S3Blockstore, bucket: str,
     assert next(between).uri == f"s3://{bucket}/ns/data/00050"
     assert list(s3_store.list_prefix(f"s3://{bucket}/{prefix}", start_after=f"s3://{bucket}z/a")) == []
     assert len(list(s3_store.list_prefix(f"s3://{bucket}/{prefix}", start_after=f"s3://{bucket}"))) == 1100
+
+
+class _CountsReads(io.RawIOBase):
+    """A source that records the largest read asked of it."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = io.BytesIO(data)
+        self.largest = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+        self.largest = max(self.largest, len(buffer))
+        return self._data.readinto(buffer)
+
+
+def test_a_large_single_put_is_streamed_a_piece_at_a_time(s3_server: S3ServerLike, bucket: str) -> None:
+    """Between STREAMED_PUT_MIN_BYTES and the multipart threshold, one PUT is sent as the source delivers it."""
+    store = s3_store_for(s3_server, multipart_threshold=64 * MiB)
+    data = os.urandom(STREAMED_PUT_MIN_BYTES + 12345)
+    source = _CountsReads(data)
+    stat = store.write_stream(f"s3://{bucket}/streamed", source, len(data))
+    assert source.largest <= READ_PIECE
+    assert stat.size == len(data) and stat.etag == md5(data)  # one PUT: its ETag is the MD5
+    assert store.read_bytes(f"s3://{bucket}/streamed") == data
+
+
+@pytest.mark.parametrize("delivered", ["fewer", "more", "broken", "refused"])
+def test_a_streamed_put_whose_source_misbehaves_stores_nothing(
+    s3_server: S3ServerLike, bucket: str, delivered: str
+) -> None:
+    store = s3_store_for(s3_server, multipart_threshold=64 * MiB)
+    size = STREAMED_PUT_MIN_BYTES + 3 * MiB
+    data = os.urandom(size)
+    uri = f"s3://{bucket}/misbehaves-{delivered}"
+    stream: object
+    if delivered == "fewer":
+        stream, error = io.BytesIO(data[:-1]), SizeMismatchError
+    elif delivered == "more":
+        stream, error = io.BytesIO(data + b"x"), SizeMismatchError
+    elif delivered == "broken":
+        stream, error = FailingStream(data[: size // 2]), TransientStorageError
+    else:  # the copy's checksum check refuses the bytes on the read that completes them
+        stream = VerifyingReader(io.BytesIO(data), ExpectedContent(md5(b"other bytes"), size), uri=uri)
+        error = ChecksumMismatchError
+    with pytest.raises(error):
+        store.write_stream(uri, stream, size)  # type: ignore[arg-type]
+    assert store.stat(uri) is None
+    assert pending_uploads(store, bucket) == []
+
+
+def test_a_streamed_put_to_a_missing_bucket_says_so(s3_server: S3ServerLike) -> None:
+    store = s3_store_for(s3_server, multipart_threshold=64 * MiB)
+    with pytest.raises(BucketNotFound):
+        store.write_stream(
+            "s3://no-such-bucket-here/x", io.BytesIO(bytes(STREAMED_PUT_MIN_BYTES)), STREAMED_PUT_MIN_BYTES
+        )

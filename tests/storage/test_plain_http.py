@@ -1,4 +1,4 @@
-"""HttpGets keeps connections alive across presigned reads, survives a server that dropped an idle one, and never
+"""HttpConnections keeps connections alive across presigned reads, survives a server that dropped an idle one, and never
 reuses a connection whose body was left half-read."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from lakefs_mirror_dagster.storage.http_gets import HttpGets, HttpStatusError
+from lakefs_mirror_dagster.storage.plain_http import HttpConnections, HttpStatusError
 
 BODY = bytes(range(256)) * 64  # 16 KiB
 
@@ -71,13 +71,13 @@ def url(server: _Server, path: str) -> str:
     return f"http://127.0.0.1:{server.server_address[1]}{path}"
 
 
-def read_all(gets: HttpGets, target: str) -> bytes:
-    with gets.open(target) as body:
+def read_all(gets: HttpConnections, target: str) -> bytes:
+    with gets.get(target) as body:
         return body.read()
 
 
 def test_bodies_read_to_the_end_share_one_connection_and_keep_the_query(server: _Server) -> None:
-    gets = HttpGets(connect_timeout_s=5, read_timeout_s=5)
+    gets = HttpConnections(connect_timeout_s=5, read_timeout_s=5)
     for i in range(5):
         assert read_all(gets, url(server, f"/bucket/k{i}?X-Amz-Signature=s{i}")) == BODY
     gets.close()
@@ -86,7 +86,7 @@ def test_bodies_read_to_the_end_share_one_connection_and_keep_the_query(server: 
 
 
 def test_a_connection_the_server_closed_is_replaced_without_an_error(server: _Server) -> None:
-    gets = HttpGets(connect_timeout_s=5, read_timeout_s=5)
+    gets = HttpConnections(connect_timeout_s=5, read_timeout_s=5)
     assert read_all(gets, url(server, "/then-close")) == BODY  # the server closes it after the answer
     time.sleep(0.2)
     assert read_all(gets, url(server, "/next")) == BODY
@@ -95,8 +95,8 @@ def test_a_connection_the_server_closed_is_replaced_without_an_error(server: _Se
 
 
 def test_a_body_closed_half_read_closes_its_connection(server: _Server) -> None:
-    gets = HttpGets(connect_timeout_s=5, read_timeout_s=5)
-    with gets.open(url(server, "/a")) as body:
+    gets = HttpConnections(connect_timeout_s=5, read_timeout_s=5)
+    with gets.get(url(server, "/a")) as body:
         assert body.read(100) == BODY[:100]
     assert read_all(gets, url(server, "/b")) == BODY  # not the half-read connection: a new one
     gets.close()
@@ -104,9 +104,9 @@ def test_a_body_closed_half_read_closes_its_connection(server: _Server) -> None:
 
 
 def test_another_status_is_an_error_and_the_connection_stays_usable(server: _Server) -> None:
-    gets = HttpGets(connect_timeout_s=5, read_timeout_s=5)
+    gets = HttpConnections(connect_timeout_s=5, read_timeout_s=5)
     with pytest.raises(HttpStatusError) as raised:
-        gets.open(url(server, "/missing"))
+        gets.get(url(server, "/missing"))
     assert raised.value.status == 404
     assert read_all(gets, url(server, "/ok")) == BODY
     gets.close()
@@ -114,11 +114,11 @@ def test_another_status_is_an_error_and_the_connection_stays_usable(server: _Ser
 
 
 def test_a_silent_server_times_out_and_a_closed_port_refuses(server: _Server) -> None:
-    gets = HttpGets(connect_timeout_s=5, read_timeout_s=0.2)
+    gets = HttpConnections(connect_timeout_s=5, read_timeout_s=0.2)
     with pytest.raises(TimeoutError):
-        gets.open(url(server, "/slow"))
+        gets.get(url(server, "/slow"))
     server.server_close()
     with pytest.raises(OSError):
-        gets.open(url(server, "/after"))
+        gets.get(url(server, "/after"))
     with pytest.raises(ValueError, match="not an http"):
-        gets.open("ftp://127.0.0.1/x")
+        gets.get("ftp://127.0.0.1/x")
