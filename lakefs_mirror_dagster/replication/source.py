@@ -97,7 +97,7 @@ class ApiObjectReader(Blockstore):
             return None
         return ObjectStat(size=int(st.size_bytes or 0), etag=st.checksum)
 
-    def open_read(self, uri: str) -> BinaryIO:
+    def open_read(self, uri: str, *, size: int | None = None) -> BinaryIO:
         with self._lock:
             presigned = self._presigned.pop(uri, None)
         if presigned is not None and time.time() < presigned[1]:

@@ -292,7 +292,7 @@ class AzureBlockstore(Blockstore):
             raise self._error(exc, "read", uri) from exc
         return BodyReader(body, lambda exc: self._error(exc, "read", uri))
 
-    def open_read(self, uri: str) -> io.BufferedReader:
+    def open_read(self, uri: str, *, size: int | None = None) -> io.BufferedReader:
         return io.BufferedReader(self._body_reader(uri), buffer_size=min(self.chunk_size, MiB))
 
     def read_bytes(self, uri: str) -> bytes:

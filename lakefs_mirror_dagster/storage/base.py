@@ -64,8 +64,9 @@ class Blockstore(ABC):
         """Size and ETag of the object, or None if it does not exist."""
 
     @abstractmethod
-    def open_read(self, uri: str) -> BinaryIO:
-        """A streamed binary reader; close it (or use ``with``). Raises ObjectNotFound."""
+    def open_read(self, uri: str, *, size: int | None = None) -> BinaryIO:
+        """A streamed binary reader; close it (or use ``with``). Raises ObjectNotFound. ``size`` is the object's
+        size when the caller knows it: a store may read a large object another way (S3 from a presigned URL)."""
 
     def read_bytes(self, uri: str) -> bytes:
         """The whole object in memory: meant for small metadata files (ranges, manifests)."""

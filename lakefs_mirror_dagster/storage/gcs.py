@@ -333,7 +333,7 @@ class GCSBlockstore(Blockstore):
             return None
         return ObjectStat(size=int(blob.size or 0), etag=blob.etag)
 
-    def open_read(self, uri: str) -> io.BufferedReader:
+    def open_read(self, uri: str, *, size: int | None = None) -> io.BufferedReader:
         blob = self._get(uri, "read")
         pinned = self._blob(uri, generation=blob.generation)
         raw = _RangeReader(pinned, int(blob.size or 0), self.chunk_size, uri, f" at {self._where()}")

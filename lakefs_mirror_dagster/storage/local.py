@@ -175,7 +175,7 @@ class LocalBlockstore(Blockstore):
             return None
         return ObjectStat(size=st.st_size, etag=None, version=_version(st))
 
-    def open_read(self, uri: str) -> BinaryIO:
+    def open_read(self, uri: str, *, size: int | None = None) -> BinaryIO:
         path = self.path_for(uri)
         try:
             return open(path, "rb")  # the caller owns and closes the stream

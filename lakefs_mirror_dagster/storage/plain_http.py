@@ -34,11 +34,12 @@ _Key = tuple[str, str]
 
 
 class HttpStatusError(Exception):
-    """A GET answered something other than 200 (its body was read and dropped)."""
+    """A GET answered something other than 200; ``body`` is its body (empty when over 64 KiB)."""
 
-    def __init__(self, status: int) -> None:
+    def __init__(self, status: int, body: bytes = b"") -> None:
         super().__init__(f"HTTP {status}")
         self.status = status
+        self.body = body
 
 
 @dataclass(frozen=True)
@@ -89,8 +90,7 @@ class HttpConnections:
             conn.close()
             raise
         if resp.status != 200:
-            self._finish(key, conn, resp)
-            raise HttpStatusError(resp.status)
+            raise HttpStatusError(resp.status, self._finish(key, conn, resp))
         return HttpBody(resp, lambda: self._give_back(key, conn), conn.close)
 
     def put(self, url: str, pieces: Iterable[Any], size: int, headers: dict[str, str] | None = None) -> HttpAnswer:

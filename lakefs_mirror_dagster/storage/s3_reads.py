@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 import botocore.exceptions
 
@@ -18,7 +18,7 @@ from .native import ErrorResponse
 from .s3_client import MiB, S3Connection
 from .s3_direct import as_client_error
 from .s3_errors import ACCESS_CODES
-from .s3_native import UnlistableKeyError
+from .s3_native import STREAMED_MIN_BYTES, UnlistableKeyError
 from .streams import BodyReader, strip_etag
 
 log = logging.getLogger(__name__)
@@ -89,22 +89,24 @@ class S3Reads(S3Connection):
             raise as_client_error(ErrorResponse(404, "404", "Not Found"), "HeadObject")
         return {"ContentLength": stat.size, "ETag": stat.etag}
 
-    def _get_body(self, uri: str) -> Any:
+    def _get_body(self, uri: str, *, streamed: bool = False) -> Any:
         bucket, key = self._split(uri)
         try:
             if self._direct is None:
                 return self._client.get_object(Bucket=bucket, Key=key)["Body"]
             try:
-                return self._direct.get(bucket, key)
+                return self._direct.get_stream(bucket, key) if streamed else self._direct.get(bucket, key)
             except ErrorResponse as exc:
                 raise as_client_error(exc, "GetObject") from exc
         except Exception as exc:
             raise self._error(exc, "read", uri) from exc
 
-    def _body_reader(self, uri: str) -> BodyReader:
-        return BodyReader(self._get_body(uri), lambda exc: self._error(exc, "read", uri))
+    def _body_reader(self, uri: str, *, streamed: bool = False) -> BodyReader:
+        return BodyReader(self._get_body(uri, streamed=streamed), lambda exc: self._error(exc, "read", uri))
 
-    def open_read(self, uri: str) -> io.BufferedReader:
+    def open_read(self, uri: str, *, size: int | None = None) -> BinaryIO:
+        if size is not None and size >= STREAMED_MIN_BYTES and self._direct is not None:
+            return cast(BinaryIO, self._body_reader(uri, streamed=True))  # the copy reads a piece at a time
         return io.BufferedReader(self._body_reader(uri), buffer_size=min(self.chunk_size, MiB))
 
     def read_bytes(self, uri: str) -> bytes:

@@ -18,7 +18,7 @@ from .errors import ChecksumMismatchError
 from .native import UPLOAD_PARTS_HELD, ErrorResponse
 from .s3_client import MAX_PARTS, MiB, S3Connection
 from .s3_direct import as_client_error
-from .s3_native import STREAMED_PUT_MIN_BYTES
+from .s3_native import STREAMED_MIN_BYTES
 from .streams import READ_PIECE, CheckedParts, exact_pieces, strip_etag, whole_or_head
 
 __all__ = ["S3Writes"]
@@ -34,10 +34,10 @@ class S3Writes(S3Connection):
         return max(self.multipart_chunk_size, math.ceil(needed / MiB) * MiB)
 
     def _streams(self, size: int | None) -> bool:
-        """Whether an object of ``size`` bytes goes in one streamed PUT (``s3_native.STREAMED_PUT_MIN_BYTES``)."""
+        """Whether an object of ``size`` bytes goes in one streamed PUT (``s3_native.STREAMED_MIN_BYTES``)."""
         return (
             size is not None
-            and STREAMED_PUT_MIN_BYTES <= size < self.multipart_threshold
+            and STREAMED_MIN_BYTES <= size < self.multipart_threshold
             and self._direct is not None
             and self._direct.unsigned_puts
         )

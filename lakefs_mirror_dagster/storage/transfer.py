@@ -92,7 +92,7 @@ def copy_object(
     expected = ExpectedContent(etag, size, part_sizes, discover, previous_md5)
     held = budget.hold(dst_store.write_buffer_size(size)) if budget is not None else nullcontext()
     if _store_checks(dst_store, expected):
-        with held, src_store.open_read(src_uri) as stream:
+        with held, src_store.open_read(src_uri, size=size) as stream:
             stat = dst_store.write_stream(dst_uri, stream, size)
         found = RecordedChecksum.parse(stat.etag)
         if found.may_be_content_md5 and found.hex == expected.recorded.hex:
@@ -105,7 +105,7 @@ def copy_object(
             uri=src_uri,
             content_md5=found.hex if found.may_be_content_md5 else _NOT_AN_MD5,
         )
-    with held, src_store.open_read(src_uri) as stream:
+    with held, src_store.open_read(src_uri, size=size) as stream:
         reader = VerifyingReader(stream, expected, uri=src_uri)
         stat = dst_store.write_stream(dst_uri, reader, size)
     try:

@@ -57,7 +57,7 @@ class CorruptingStore(Blockstore):
     def stat(self, uri: str) -> ObjectStat | None:
         return self.inner.stat(uri)
 
-    def open_read(self, uri: str) -> BinaryIO:
+    def open_read(self, uri: str, *, size: int | None = None) -> BinaryIO:
         return self.inner.open_read(uri)
 
     def write_stream(self, uri: str, stream: ReadableStream, size: int | None = None) -> ObjectStat:

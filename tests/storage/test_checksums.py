@@ -155,9 +155,9 @@ def test_the_pool_reads_a_multipart_object_again_once_then_remembers_its_part_si
     reads: list[str] = []
     original = src.open_read
 
-    def open_read(uri: str):  # type: ignore[no-untyped-def]
+    def open_read(uri: str, *, size: int | None = None):  # type: ignore[no-untyped-def]
         reads.append(uri)
-        return original(uri)
+        return original(uri, size=size)
 
     src.open_read = open_read  # type: ignore[method-assign]
     pool = TransferPool(concurrency=1, sleep=lambda _s: pytest.fail("a part-size search must not back off"))

@@ -24,7 +24,7 @@ from lakefs_mirror_dagster.storage import (
     copy_object,
 )
 from lakefs_mirror_dagster.storage.checksums import ExpectedContent, VerifyingReader, multipart_etag
-from lakefs_mirror_dagster.storage.s3_native import STREAMED_PUT_MIN_BYTES
+from lakefs_mirror_dagster.storage.s3_native import STREAMED_MIN_BYTES
 from lakefs_mirror_dagster.storage.streams import READ_PIECE
 
 from .conftest import FailingStream, MiB, S3ServerLike, s3_store_for
@@ -388,9 +388,9 @@ class _CountsReads(io.RawIOBase):
 
 
 def test_a_large_single_put_is_streamed_a_piece_at_a_time(s3_server: S3ServerLike, bucket: str) -> None:
-    """Between STREAMED_PUT_MIN_BYTES and the multipart threshold, one PUT is sent as the source delivers it."""
+    """Between STREAMED_MIN_BYTES and the multipart threshold, one PUT is sent as the source delivers it."""
     store = s3_store_for(s3_server, multipart_threshold=64 * MiB)
-    data = os.urandom(STREAMED_PUT_MIN_BYTES + 12345)
+    data = os.urandom(STREAMED_MIN_BYTES + 12345)
     source = _CountsReads(data)
     stat = store.write_stream(f"s3://{bucket}/streamed", source, len(data))
     assert source.largest <= READ_PIECE
@@ -403,7 +403,7 @@ def test_a_streamed_put_whose_source_misbehaves_stores_nothing(
     s3_server: S3ServerLike, bucket: str, delivered: str
 ) -> None:
     store = s3_store_for(s3_server, multipart_threshold=64 * MiB)
-    size = STREAMED_PUT_MIN_BYTES + 3 * MiB
+    size = STREAMED_MIN_BYTES + 3 * MiB
     data = os.urandom(size)
     uri = f"s3://{bucket}/misbehaves-{delivered}"
     stream: object
@@ -422,9 +422,34 @@ def test_a_streamed_put_whose_source_misbehaves_stores_nothing(
     assert pending_uploads(store, bucket) == []
 
 
+def test_a_large_object_of_known_size_is_read_from_the_socket_and_copied_streamed(
+    s3_server: S3ServerLike, bucket: str
+) -> None:
+    """With its size known, a large object's GET goes through a presigned URL straight into the copy's pieces."""
+    store = s3_store_for(s3_server, multipart_threshold=64 * MiB)
+    data = os.urandom(STREAMED_MIN_BYTES + 777)
+    store.write_bytes(f"s3://{bucket}/big-src", data)
+    with store.open_read(f"s3://{bucket}/big-src", size=len(data)) as stream:
+        assert not isinstance(stream, io.BufferedReader)  # read from the socket, not through obstore's chunks
+        assert stream.read() == data
+    result = copy_object(
+        store,
+        f"s3://{bucket}/big-src",
+        store,
+        f"s3://{bucket}/big-dst",
+        size=len(data),
+        etag=md5(data),
+        allow_server_side=False,
+    )
+    assert (result.method, str(result.check)) == ("stream", "md5")
+    assert store.read_bytes(f"s3://{bucket}/big-dst") == data
+    with pytest.raises(ObjectNotFound):
+        store.open_read(f"s3://{bucket}/no-such-key", size=len(data))
+    with pytest.raises(BucketNotFound):
+        store.open_read("s3://no-such-bucket-here/x", size=len(data))
+
+
 def test_a_streamed_put_to_a_missing_bucket_says_so(s3_server: S3ServerLike) -> None:
     store = s3_store_for(s3_server, multipart_threshold=64 * MiB)
     with pytest.raises(BucketNotFound):
-        store.write_stream(
-            "s3://no-such-bucket-here/x", io.BytesIO(bytes(STREAMED_PUT_MIN_BYTES)), STREAMED_PUT_MIN_BYTES
-        )
+        store.write_stream("s3://no-such-bucket-here/x", io.BytesIO(bytes(STREAMED_MIN_BYTES)), STREAMED_MIN_BYTES)

@@ -46,7 +46,7 @@ class Wrapped(Blockstore):
     def stat(self, uri: str) -> ObjectStat | None:
         return self.inner.stat(uri)
 
-    def open_read(self, uri: str) -> BinaryIO:
+    def open_read(self, uri: str, *, size: int | None = None) -> BinaryIO:
         return self.inner.open_read(uri)
 
     def write_stream(self, uri: str, stream: ReadableStream, size: int | None = None) -> ObjectStat:
@@ -70,7 +70,7 @@ class Flaky(Wrapped):
         self.failures = failures
         self.calls: dict[str, int] = {}
 
-    def open_read(self, uri: str) -> BinaryIO:
+    def open_read(self, uri: str, *, size: int | None = None) -> BinaryIO:
         self.calls[uri] = self.calls.get(uri, 0) + 1
         if self.calls[uri] <= self.failures:
             raise TransientStorageError(f"read {uri}: temporary failure (SlowDown)", uri=uri)
@@ -395,9 +395,9 @@ def test_an_s3_destination_checks_single_puts_by_its_own_md5(
     reads: list[str] = []
     original = local.open_read
 
-    def open_read(uri: str) -> BinaryIO:
+    def open_read(uri: str, *, size: int | None = None) -> BinaryIO:
         reads.append(uri)
-        return original(uri)
+        return original(uri, size=size)
 
     local.open_read = open_read  # type: ignore[method-assign]
     tasks = [
