@@ -14,7 +14,6 @@ import atexit
 import functools
 import logging
 import threading
-import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -77,6 +76,8 @@ class InFlightRecorder:
         self._db_lock, self._every_s, self._now = lock, every_s, now
         self._lock = threading.Lock()
         self._wake = threading.Event()
+        #: Set when the process leaves: a round waiting for a burst of events to settle writes at once.
+        self._leaving = threading.Event()
         self._thread: threading.Thread | None = None
         self._closing = False
         self._warned = False
@@ -101,13 +102,14 @@ class InFlightRecorder:
             thread = self._thread
         if thread is None:
             return
+        self._leaving.set()
         self._wake.set()
         thread.join(timeout_s)
 
     def _run(self) -> None:
         while True:
             if self._wake.wait(self._every_s) and not self._closing:
-                time.sleep(_GATHER_S)  # let a burst of events settle into one round
+                self._leaving.wait(_GATHER_S)  # let a burst of events settle into one round, unless leaving
             self._wake.clear()
             self._round()
             with self._lock:

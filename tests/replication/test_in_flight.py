@@ -76,6 +76,22 @@ def test_the_recorder_keeps_a_ref_in_flight_in_the_database_and_removes_it_when_
         _until(lambda: store.refs_in_flight(mirror_id) == [])
 
 
+def test_a_process_leaving_just_after_a_ref_finished_removes_its_record_at_once(tmp_path: Path) -> None:
+    """``sync --once`` exits right after its last ref: the exit flush does not wait for a burst to settle."""
+    with MirrorStore(f"sqlite:///{tmp_path / 'mirrors.db'}") as store:
+        mirror_id = mirror_id_in(store)
+        progress = ProgressReporter("mirror")
+        recorder = InFlightRecorder(store, mirror_id, progress, lock=threading.Lock(), every_s=0.2)
+        progress.ref_started("branch main", source_commit="c" * 64)
+        _until(lambda: len(store.refs_in_flight(mirror_id)) == 1)
+        progress.ref_finished("branch main")  # wakes the writer, which waits for more events to gather
+        time.sleep(0.05)
+        started = time.monotonic()
+        recorder.flush(timeout_s=5.0)
+        assert time.monotonic() - started < 0.3
+        assert store.refs_in_flight(mirror_id) == []
+
+
 class _BrokenStore:
     """A database that takes a second to fail each write."""
 
