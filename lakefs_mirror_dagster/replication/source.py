@@ -21,6 +21,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, BinaryIO, cast
 
 import urllib3
@@ -60,6 +61,27 @@ _PRESIGN_PAUSE_S = 600.0
 _PRESIGNED_CONNECT_TIMEOUT_S = 10.0
 
 
+#: Longest a read waits for the page of presigned URLs that holds its object; then lakeFS serves it.
+_PAGE_WAIT_S = 60.0
+
+
+@dataclass(eq=False)
+class _PageFetch:
+    """Pages of presigned URLs being fetched for the keys ``first``..``last`` of one commit (``want``: those to
+    read); ``covered`` is the last key of the pages arrived so far."""
+
+    repo: str
+    ref: str
+    first: str
+    last: str
+    want: set[str]
+    covered: str = ""
+
+    def awaits(self, repo: str, ref: str, path: str) -> bool:
+        """Whether a page still to come may hold ``path``'s URL."""
+        return repo == self.repo and ref == self.ref and path in self.want and path > self.covered
+
+
 class ApiObjectReader(Blockstore):
     """A read-only ``Blockstore`` over lakeFS's object API: ``lakefs://<repo>/<commit>/<path>`` URIs.
 
@@ -71,8 +93,12 @@ class ApiObjectReader(Blockstore):
     def __init__(self, client: LakeFSClient, *, read_timeout_s: float = 300.0) -> None:
         self._client = client
         self._lock = threading.Lock()
+        #: Notified whenever a page of URLs arrives or a fetch ends (reads wait on it).
+        self._changed = threading.Condition(self._lock)
         #: Presigned URL and the time it may be used until, by ``lakefs://`` URI; each is used once.
         self._presigned: dict[str, tuple[str, float]] = {}
+        #: Fetches of pages still running (``prepare_reads``).
+        self._fetches: list[_PageFetch] = []
         self._presign_paused_until = 0.0
         self._http = HttpConnections(connect_timeout_s=_PRESIGNED_CONNECT_TIMEOUT_S, read_timeout_s=read_timeout_s)
 
@@ -98,13 +124,17 @@ class ApiObjectReader(Blockstore):
         return ObjectStat(size=int(st.size_bytes or 0), etag=st.checksum)
 
     def open_read(self, uri: str, *, size: int | None = None) -> BinaryIO:
-        with self._lock:
+        repo, ref, path = self._split(uri)
+        with self._changed:  # a page still on its way may hold this object's URL: wait for it, boundedly
+            deadline = time.monotonic() + _PAGE_WAIT_S
+            while uri not in self._presigned and any(f.awaits(repo, ref, path) for f in self._fetches):
+                if not self._changed.wait(max(0.0, deadline - time.monotonic())) and time.monotonic() >= deadline:
+                    break
             presigned = self._presigned.pop(uri, None)
         if presigned is not None and time.time() < presigned[1]:
             stream = self._open_presigned(uri, presigned[0])
             if stream is not None:
                 return stream
-        repo, ref, path = self._split(uri)
         try:
             resp = self._client.open_object(repo, ref, path)
         except (LakeFSNotFound, LakeFSGone) as exc:
@@ -114,7 +144,8 @@ class ApiObjectReader(Blockstore):
     def prepare_reads(self, uris: Sequence[str], sizes: Sequence[int | None] = ()) -> None:
         """Fetch presigned URLs for ``uris`` (sorted pages of the commit's listing), when there are enough of
         them (``PRESIGN_MIN_OBJECTS``) or of their bytes (``PRESIGN_MIN_BYTES``) for a page to pay and presigned
-        reads work."""
+        reads work. The first page arrives before this returns; the rest arrive in the background while the first
+        page's objects copy (a read waits for the page that holds its URL)."""
         if time.time() < self._presign_paused_until:
             return
         paths: defaultdict[tuple[str, str], list[str]] = defaultdict(list)
@@ -123,36 +154,72 @@ class ApiObjectReader(Blockstore):
             repo, ref, path = self._split(uri)
             paths[repo, ref].append(path)
             nbytes[repo, ref] += (sizes[i] if i < len(sizes) else None) or 0
-        for (repo, ref), wanted in paths.items():
-            if len(wanted) >= PRESIGN_MIN_OBJECTS or nbytes[repo, ref] >= PRESIGN_MIN_BYTES:
-                self._fetch_presigned(repo, ref, sorted(wanted))
-
-    def _fetch_presigned(self, repo: str, ref: str, wanted: list[str]) -> None:
-        want, last, after = set(wanted), wanted[-1], wanted[0][:-1]  # a key's prefix sorts right before it
-        found: dict[str, tuple[str, float]] = {}
-        # every page but the last holds _MIN_WANTED_PER_PAGE wanted keys: this bounds the pages
-        for _ in range(len(wanted) // _MIN_WANTED_PER_PAGE + 1):
-            try:
-                page, more = self._client.presigned_addresses(repo, ref, after=after)
-            except LakeFSError as exc:
-                self._pause_presigning(f"lakeFS does not list {repo}@{ref} presigned ({exc})", level=logging.INFO)
-                return
-            hits = 0
-            for path, url, expiry in page:
-                if not url.startswith(("https://", "http://")):
-                    self._pause_presigning(f"lakeFS does not presign the store of {repo}", level=logging.INFO)
-                    return
-                if path in want:
-                    hits += 1
-                    until = float(expiry) - _EXPIRY_MARGIN_S if expiry else time.time() + _EXPIRY_MARGIN_S
-                    found[self.uri(repo, ref, path)] = (url, until)
-            if not more or not page or page[-1][0] >= last or hits < _MIN_WANTED_PER_PAGE:
-                break
-            after = page[-1][0]
         now = time.time()
         with self._lock:  # URLs of objects the pool found present need no read: drop them once expired
             self._presigned = {uri: url for uri, url in self._presigned.items() if url[1] > now}
+        for (repo, ref), wanted in paths.items():
+            if len(wanted) >= PRESIGN_MIN_OBJECTS or nbytes[repo, ref] >= PRESIGN_MIN_BYTES:
+                wanted.sort()
+                fetch = _PageFetch(repo, ref, first=wanted[0], last=wanted[-1], want=set(wanted))
+                with self._lock:
+                    self._fetches.append(fetch)
+                # every page but the last holds _MIN_WANTED_PER_PAGE wanted keys: this bounds the pages
+                pages = len(wanted) // _MIN_WANTED_PER_PAGE + 1
+                after = self._fetch_page(fetch, after=wanted[0][:-1])  # a key's prefix sorts right before it
+                if after is not None and pages > 1:
+                    name = f"presigned-pages-{repo}"
+                    threading.Thread(
+                        target=self._fetch_pages, args=(fetch, after, pages - 1), name=name, daemon=True
+                    ).start()
+
+    def _fetch_pages(self, fetch: _PageFetch, after: str | None, pages: int) -> None:
+        """Pages after ``after``, at most ``pages`` of them, then the fetch is done."""
+        try:
+            for _ in range(pages):
+                if after is None:
+                    return
+                after = self._fetch_page(fetch, after=after)
+        finally:
+            self._end_fetch(fetch)
+
+    def _fetch_page(self, fetch: _PageFetch, *, after: str) -> str | None:
+        """One page of URLs into ``_presigned``; the key to go on after, or None when the fetch is over (ended)."""
+        repo, ref = fetch.repo, fetch.ref
+        if time.time() < self._presign_paused_until:  # a read or another page failed meanwhile
+            self._end_fetch(fetch)
+            return None
+        try:
+            page, more = self._client.presigned_addresses(repo, ref, after=after)
+        except LakeFSError as exc:
+            self._pause_presigning(f"lakeFS does not list {repo}@{ref} presigned ({exc})", level=logging.INFO)
+            self._end_fetch(fetch)
+            return None
+        found: dict[str, tuple[str, float]] = {}
+        hits = 0
+        for path, url, expiry in page:
+            if not url.startswith(("https://", "http://")):
+                self._pause_presigning(f"lakeFS does not presign the store of {repo}", level=logging.INFO)
+                self._end_fetch(fetch)
+                return None
+            if path in fetch.want:
+                hits += 1
+                until = float(expiry) - _EXPIRY_MARGIN_S if expiry else time.time() + _EXPIRY_MARGIN_S
+                found[self.uri(repo, ref, path)] = (url, until)
+        done = not more or not page or page[-1][0] >= fetch.last or hits < _MIN_WANTED_PER_PAGE
+        with self._changed:
             self._presigned.update(found)
+            fetch.covered = page[-1][0] if page else fetch.last
+            self._changed.notify_all()
+        if done:
+            self._end_fetch(fetch)
+            return None
+        return page[-1][0]
+
+    def _end_fetch(self, fetch: _PageFetch) -> None:
+        with self._changed:
+            if fetch in self._fetches:
+                self._fetches.remove(fetch)
+            self._changed.notify_all()
 
     def _open_presigned(self, uri: str, url: str) -> BinaryIO | None:
         """The object's bytes straight from its store, or None when that failed (then lakeFS serves it)."""

@@ -3,9 +3,12 @@ having lakeFS serve each one; where that cannot work, lakeFS serves them as befo
 
 from __future__ import annotations
 
+import http.server
 import logging
 import re
 import socket
+import threading
+import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
@@ -152,3 +155,59 @@ def test_a_few_large_objects_are_read_presigned_too() -> None:
     assert client.pages == 0
     reader.prepare_reads(uris, [PRESIGN_MIN_BYTES // 2, PRESIGN_MIN_BYTES // 2, None])
     assert client.pages == 1
+
+
+class _PagesSlowly(_ServesThroughLakeFS):
+    """Pages of 1,000 presigned URLs to a real HTTP server; every page after the first takes ``delay_s``."""
+
+    def __init__(self, url: str, keys: int, delay_s: float) -> None:
+        super().__init__(url)
+        self.keys = [f"k{i:05d}" for i in range(keys)]
+        self.delay_s = delay_s
+        self.pages = 0
+
+    def presigned_addresses(self, repo: str, ref: str, *, after: str, amount: int = 1000):  # type: ignore[no-untyped-def]
+        if after >= self.keys[0]:  # not the first page
+            time.sleep(self.delay_s)
+        self.pages += 1
+        page = [k for k in self.keys if k > after][:amount]
+        more = bool(page) and page[-1] != self.keys[-1]
+        return [(k, f"{self.url}/{k}?X-Amz-Signature=s", 4_000_000_000) for k in page], more
+
+
+class _Echo(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        body = self.path.split("?")[0].encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_pages_after_the_first_arrive_while_the_first_pages_objects_copy() -> None:
+    """The first page of URLs comes before ``prepare_reads`` returns; a read of a key on a later page waits for it
+    (and reads from the store, not through lakeFS)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        client = _PagesSlowly(f"http://127.0.0.1:{server.server_address[1]}", keys=3000, delay_s=0.5)
+        reader = ApiObjectReader(client)  # type: ignore[arg-type]
+        uris = [ApiObjectReader.uri("repo", "c1", k) for k in client.keys]
+        started = time.monotonic()
+        reader.prepare_reads(uris)
+        assert time.monotonic() - started < 0.4 and client.pages == 1  # the later pages are on their way
+        with reader.open_read(uris[0]) as stream:
+            assert stream.read() == b"/k00000"
+        with reader.open_read(uris[-1]) as stream:  # on the third page: waits for it
+            assert stream.read() == b"/k02999"
+        assert client.pages == 3 and client.served == []  # every read was presigned
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
