@@ -12,6 +12,7 @@ from lakefs_mirror_dagster.errors import LakeFSMirrorError
 # Wire-level signals that are caught and translated where they are raised; never seen by a caller.
 _INTERNAL = {
     "lakefs_mirror_dagster.storage.native.ErrorResponse",
+    "lakefs_mirror_dagster.storage.plain_http.HttpStatusError",  # a presigned request's answer, read where sent
     "lakefs_mirror_dagster.storage.s3_native.UnlistableKeyError",  # obstore's listing gives way to boto3's
     "lakefs_mirror_dagster.mirrors.races.LostRace",  # a retry signal inside the mirrors store
     # DynamoDB's answer to a failed condition, decided on by the DynamoDB store's parts that made the write
