@@ -12,10 +12,13 @@ MB/s of payload for:
           straight from MinIO A (``direct``, with ``source_stores``).
 
 The goal is ours/rclone >= 1.2 (throughput ratio), and the copier's CPU per object at most rclone's.
-Peak RSS of the syncing process is printed as well.
+Peak RSS of the syncing process is printed as well. With ``--repeat N`` every contender runs N times, one
+round after another on the same objects (ours into a fresh mirror each time); each run is printed, and the
+summary shows the run of median time of each contender, the ratios between medians: on 2 shared cores the same
+run moves by 5 % or more from one round to the next.
 
     .venv/bin/python benchmarks/backfill_vs_rclone.py [--objects 10000] [--large-objects 20] [--quick]
-        [--datasets small,large] [--modes api,direct] [--transfers 16]
+        [--datasets small,large] [--modes api,direct] [--transfers 16] [--repeat 1]
 
 rclone comes from the Debian package: ``apt-get install -y rclone`` (done here when running as root).
 """
@@ -184,8 +187,20 @@ def measured(env: Environment, run: Callable[[], Figure]) -> Figure:
     return figure
 
 
+def median_run(figures: list[Figure]) -> Figure:
+    """The run of median time (the lower middle one of an even count)."""
+    return sorted(figures, key=lambda f: f.seconds)[(len(figures) - 1) // 2]
+
+
 def run_dataset(
-    env: Environment, label: str, objects: int, size: int, modes: list[str], transfers: int, rclone: str | None
+    env: Environment,
+    label: str,
+    objects: int,
+    size: int,
+    modes: list[str],
+    transfers: int,
+    rclone: str | None,
+    repeat: int = 1,
 ) -> None:
     print(f"\n=== {label}: {objects:,} objects x {size:,} B = {objects * size / 1e6:,.1f} MB ({fx.machine_load()})")
     built = fx.build_repository(env, fx.SOURCE, objects=objects, object_size=size, threads=transfers)
@@ -193,17 +208,26 @@ def run_dataset(
     src_bucket, src_prefix = fx.split_s3_uri(built.namespace)
     dst_bucket, _ = fx.split_s3_uri(env.region(fx.MIRROR).namespace_root + "/x")
     payload = built.total_bytes
-    figures: list[Figure] = []
-    figures.append(measured(env, lambda: raw_copy(src, dst, src_bucket, src_prefix + "/", dst_bucket, transfers)))
-    if rclone:
-        src_path, dst_path = f"{src_bucket}/{src_prefix}", f"{dst_bucket}/rclone-{uuid.uuid4().hex[:8]}"
-        figures.append(measured(env, lambda: rclone_sync(rclone, src, dst, src_path, dst_path, transfers, payload)))
-    for mode in modes:
-        figures.append(measured(env, functools.partial(ours, env, built.name, mode, payload, objects)))
-    print(f"\n  {label}: {objects:,} x {size:,} B")
+    runs: dict[str, list[Figure]] = {}
+
+    def record(figure: Figure) -> None:
+        runs.setdefault(figure.name, []).append(figure)
+
+    for _ in range(repeat):
+        record(measured(env, lambda: raw_copy(src, dst, src_bucket, src_prefix + "/", dst_bucket, transfers)))
+        if rclone:
+            src_path, dst_path = f"{src_bucket}/{src_prefix}", f"{dst_bucket}/rclone-{uuid.uuid4().hex[:8]}"
+            sync = functools.partial(rclone_sync, rclone, src, dst, src_path, dst_path, transfers, payload)
+            record(measured(env, sync))
+        for mode in modes:
+            record(measured(env, functools.partial(ours, env, built.name, mode, payload, objects)))
+    figures = [median_run(each) for each in runs.values()]
+    print(f"\n  {label}: {objects:,} x {size:,} B" + (f", run of median time of {repeat}" if repeat > 1 else ""))
     for f in figures:
         print(f"  {f.name:<22} {f.seconds:8.1f} s {fx.format_rate(f.payload_bytes, f.seconds)}   {f.note}")
         print(f"  {'':<22} {f.cpu_text()}")
+        if repeat > 1:
+            print(f"  {'':<22} runs: {', '.join(f'{r.seconds:.1f}' for r in runs[f.name])} s")
     base = {f.name: f for f in figures}
     for f in figures:
         if f.name.startswith("ours"):
@@ -225,6 +249,7 @@ def main() -> None:
     parser.add_argument("--datasets", default="small,large", help="comma-separated: small, large")
     parser.add_argument("--modes", default="api,direct", help="engine source modes: api, direct")
     parser.add_argument("--transfers", type=int, default=16, help="threads of rclone and the raw copy (engine: 16)")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of every contender; the summary takes medians")
     args = parser.parse_args()
     if args.quick:
         args.objects, args.large_objects = min(args.objects, 1000), min(args.large_objects, 4)
@@ -232,15 +257,17 @@ def main() -> None:
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if bad := [d for d in datasets if d not in ("small", "large")] + [m for m in modes if m not in ("api", "direct")]:
         parser.error(f"unknown dataset or mode: {', '.join(bad)}")
-    if min(args.objects, args.large_objects, args.small_size, args.large_size, args.transfers) < 1:
+    if min(args.objects, args.large_objects, args.small_size, args.large_size, args.transfers, args.repeat) < 1:
         parser.error("counts and sizes must be at least 1")
     rclone = ensure_rclone()
     print(f"start: {fx.machine_load()}")
     with fx.bench_environment() as env:
         if "small" in datasets:
-            run_dataset(env, "small objects", args.objects, args.small_size, modes, args.transfers, rclone)
+            run_dataset(env, "small objects", args.objects, args.small_size, modes, args.transfers, rclone, args.repeat)
         if "large" in datasets:
-            run_dataset(env, "large objects", args.large_objects, args.large_size, modes, args.transfers, rclone)
+            run_dataset(
+                env, "large objects", args.large_objects, args.large_size, modes, args.transfers, rclone, args.repeat
+            )
 
 
 if __name__ == "__main__":

@@ -307,11 +307,12 @@ class LakeFSClient:
     ) -> tuple[list[tuple[str, str, int | None]], bool]:
         """One page of ``ref``'s objects after key ``after``, each as ``(path, presigned URL, expiry epoch
         seconds)`` (the store's own URL where lakeFS cannot presign), and whether more follow. One request
-        per page: far cheaper for lakeFS than a request per object (its per-request cost dominates)."""
+        per page: far cheaper for lakeFS than a request per object (its per-request cost dominates). Without the
+        objects' user metadata, which the reads do not need."""
         resp = self._raw(
             "GET",
             f"/repositories/{_q(repo)}/refs/{_q(ref)}/objects/ls",
-            {"after": after, "amount": str(amount), "presign": "true"},
+            {"after": after, "amount": str(amount), "presign": "true", "user_metadata": "false"},
             what=f"list presigned objects {repo}@{ref}",
         )
         try:
