@@ -5,8 +5,9 @@ Why not the SDK directly: every call here maps errors into one hierarchy, retrie
 dataclasses. It also counts metadata-file downloads, which is how tests prove an incremental sync reads no
 range it had validated before.
 
-``lakefs_sdk`` is imported when a client is built, never at module import: it takes over a second to import,
-and the Dagster code location (and every run worker) imports this module before it needs lakeFS.
+``lakefs_sdk`` is imported when a client is built, never at module import (``sdk.import_sdk``, which also defers
+the SDK's per-method argument models to each method's first call): it takes up to a second to import, and the
+Dagster code location (and every run worker) imports this module before it needs lakeFS.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import urllib3
 
 from .errors import LakeFSConflict, LakeFSError, LakeFSUnavailable, error_for_status
 from .models import Commit, Ref, Repository
+from .sdk import import_sdk
 
 __all__ = ["LakeFSClient"]
 
@@ -43,8 +45,7 @@ class LakeFSClient:
         backoff_s: float = 0.2,
         timeout_s: float = 120.0,
     ) -> None:
-        import lakefs_sdk
-
+        lakefs_sdk = import_sdk()
         self.endpoint = endpoint.rstrip("/").removesuffix("/api/v1")
         conf = lakefs_sdk.Configuration(
             host=f"{self.endpoint}/api/v1", username=access_key_id, password=secret_access_key

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 from ..lakefs import LakeFSClient, LakeFSError, LakeFSNotFound, Repository
+from ..lakefs.sdk import import_sdk
 from ..mirrors import NamespaceInUse, NamespaceOverlap
 from ..replication.namespaces import check_namespace_free
 from .errors import RefsError
@@ -78,7 +79,7 @@ def restore_refs(
     polling: TaskPolling = DEFAULT_POLLING,
 ) -> None:
     """Run lakeFS's refs restore of ``manifest``'s metaranges into the existing bare repository ``repo``."""
-    import lakefs_sdk  # a second of imports: only where it is used, not in every Dagster run worker
+    lakefs_sdk = import_sdk()  # up to a second of imports: only where it is used, not in every Dagster run worker
 
     body = lakefs_sdk.RefsRestore(
         commits_meta_range_id=manifest.commits_meta_range_id,
