@@ -36,7 +36,8 @@ from ..storage import (
     StorageError,
     TransientStorageError,
 )
-from ..storage.plain_http import HttpBody, HttpConnections, HttpStatusError
+from ..storage.plain_http import HttpConnections, HttpStatusError
+from ..storage.streams import BodyReader
 from ..storage.uri import join_namespace
 from .validation import metadata_uri
 
@@ -231,7 +232,8 @@ class ApiObjectReader(Blockstore):
         except (OSError, http.client.HTTPException, ValueError) as exc:
             self._pause_presigning(f"the store behind {uri} cannot be reached from here ({type(exc).__name__})")
             return None
-        return cast(BinaryIO, _PresignedBody(body, uri))
+        # a connection lost mid-body is transient: the transfer pool reads the object again, through lakeFS
+        return cast(BinaryIO, BodyReader(body, lambda exc: _lost(uri, exc)))
 
     def _pause_presigning(self, why: str, *, level: int = logging.WARNING) -> None:
         """Read through lakeFS for a while, and say why (never with a URL: it carries a signature)."""
@@ -283,28 +285,8 @@ class _ResponseStream(io.RawIOBase):
         super().close()
 
 
-class _PresignedBody(io.RawIOBase):
-    """A presigned read's body; a connection lost mid-body is a transient storage error (the transfer pool reads
-    the object again, through lakeFS)."""
-
-    def __init__(self, body: HttpBody, uri: str) -> None:
-        super().__init__()
-        self._body = body
-        self._uri = uri
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        try:
-            return self._body.readinto(buffer)
-        except (OSError, http.client.HTTPException) as exc:
-            raise TransientStorageError(f"read {self._uri}: {type(exc).__name__}", uri=self._uri) from exc
-
-    def close(self) -> None:
-        if not self.closed:
-            self._body.close()
-        super().close()
+def _lost(uri: str, exc: Exception) -> TransientStorageError:
+    return TransientStorageError(f"read {uri}: {type(exc).__name__}", uri=uri)
 
 
 class SourceReader:
