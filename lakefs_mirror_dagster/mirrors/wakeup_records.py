@@ -18,15 +18,22 @@ from .wakeups import MAX_WAKEUPS, RefWakeup, check_run_request, claim_token, new
 
 __all__ = ["WakeupQueue", "ref_wakeups", "run_requests"]
 
+def _ref_key() -> list[Column[str]]:
+    """The primary key of both tables: one row per (mirror, ref kind, ref)."""
+    return [
+        Column("mirror_id", String(64), primary_key=True),
+        Column("ref_kind", String(8), primary_key=True),
+        Column("ref", String(255), primary_key=True),
+    ]
+
+
 ref_wakeups = Table(
     "ref_wakeups",
     metadata,
     # lakeFS action hooks' wake-ups (wakeups.py), read by the mirror's destination region. No foreign key: a
     # wake-up of a mirror deleted meanwhile is read, found to name no mirror, and acknowledged. A database of
     # an older version gets this table from create_all.
-    Column("mirror_id", String(64), primary_key=True),
-    Column("ref_kind", String(8), primary_key=True),
-    Column("ref", String(255), primary_key=True),
+    *_ref_key(),
     Column("destination_region", String(128), nullable=False),
     Column("event", String(64), nullable=False),
     Column("queued_at", UTCDateTime, nullable=False),
@@ -39,9 +46,7 @@ run_requests = Table(
     metadata,
     # The run each ref of a mirror last got from a Dagster sensor (wakeups.py): sensors of one mirror are not
     # deduplicated by Dagster's run keys among themselves. No foreign key, as above; created by create_all.
-    Column("mirror_id", String(64), primary_key=True),
-    Column("ref_kind", String(8), primary_key=True),
-    Column("ref", String(255), primary_key=True),
+    *_ref_key(),
     Column("run_key", String(1024), nullable=False),
     Column("requester", String(255), nullable=False),
     Column("requested_at", UTCDateTime, nullable=False),

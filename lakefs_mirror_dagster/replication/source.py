@@ -68,12 +68,11 @@ _PAGE_WAIT_S = 60.0
 
 @dataclass(eq=False)
 class _PageFetch:
-    """Pages of presigned URLs being fetched for the keys ``first``..``last`` of one commit (``want``: those to
-    read); ``covered`` is the last key of the pages arrived so far."""
+    """Pages of presigned URLs being fetched for keys of one commit up to ``last`` (``want``: those to read);
+    ``covered`` is the last key of the pages arrived so far."""
 
     repo: str
     ref: str
-    first: str
     last: str
     want: set[str]
     covered: str = ""
@@ -129,8 +128,10 @@ class ApiObjectReader(Blockstore):
         with self._changed:  # a page still on its way may hold this object's URL: wait for it, boundedly
             deadline = time.monotonic() + _PAGE_WAIT_S
             while uri not in self._presigned and any(f.awaits(repo, ref, path) for f in self._fetches):
-                if not self._changed.wait(max(0.0, deadline - time.monotonic())) and time.monotonic() >= deadline:
+                left = deadline - time.monotonic()
+                if left <= 0:
                     break
+                self._changed.wait(left)
             presigned = self._presigned.pop(uri, None)
         if presigned is not None and time.time() < presigned[1]:
             stream = self._open_presigned(uri, presigned[0])
@@ -161,7 +162,7 @@ class ApiObjectReader(Blockstore):
         for (repo, ref), wanted in paths.items():
             if len(wanted) >= PRESIGN_MIN_OBJECTS or nbytes[repo, ref] >= PRESIGN_MIN_BYTES:
                 wanted.sort()
-                fetch = _PageFetch(repo, ref, first=wanted[0], last=wanted[-1], want=set(wanted))
+                fetch = _PageFetch(repo, ref, last=wanted[-1], want=set(wanted))
                 with self._lock:
                     self._fetches.append(fetch)
                 # every page but the last holds _MIN_WANTED_PER_PAGE wanted keys: this bounds the pages

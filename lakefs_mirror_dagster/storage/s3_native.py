@@ -24,7 +24,7 @@ import http.client
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .native import ErrorResponse, NativeRequests, native_error
 from .plain_http import HttpBody, HttpConnections, HttpStatusError
@@ -115,15 +115,19 @@ class NativeS3Requests(NativeRequests):
             credential_provider=self._provider,
         )
 
-    def get_stream(self, bucket: str, key: str) -> HttpBody:
-        """A GET through a URL obstore presigns, its body read straight from the socket into the reader's buffer:
-        half the CPU of obstore's chunks for a large object (``STREAMED_MIN_BYTES``)."""
+    def _presign(self, bucket: str, method: Literal["GET", "PUT"], key: str) -> str:
+        """A URL obstore signs for one ``method`` request on ``key`` (``_URL_VALID``), for ``plain_http``."""
         import obstore
 
         try:
-            url = obstore.sign(self._store(bucket), "GET", key, _URL_VALID)
+            return str(obstore.sign(self._store(bucket), method, key, _URL_VALID))
         except Exception as exc:
             raise native_error(exc) from exc
+
+    def get_stream(self, bucket: str, key: str) -> HttpBody:
+        """A GET through a URL obstore presigns, its body read straight from the socket into the reader's buffer:
+        half the CPU of obstore's chunks for a large object (``STREAMED_MIN_BYTES``)."""
+        url = self._presign(bucket, "GET", key)
         try:
             return self._http.get(url)
         except HttpStatusError as exc:
@@ -135,14 +139,9 @@ class NativeS3Requests(NativeRequests):
         """One PUT of ``size`` bytes sent as ``pieces`` arrive, through a URL obstore presigns (``unsigned_puts``
         stores only); returns the stored object's ETag. An error raised by ``pieces`` (the source failed, a size
         check refused it) is raised as it is, and the store keeps nothing: the request never completed."""
-        import obstore
-
         if not self.unsigned_puts:
             raise ValueError("a streamed PUT is unsigned: not for a store that asks for server-side encryption")
-        try:
-            url = obstore.sign(self._store(bucket), "PUT", key, _URL_VALID)
-        except Exception as exc:
-            raise native_error(exc) from exc
+        url = self._presign(bucket, "PUT", key)
         try:
             answer = self._http.put(url, pieces, size)
         except (OSError, http.client.HTTPException) as exc:

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
@@ -20,7 +21,15 @@ from lakefs_mirror_dagster.orchestration.definitions import build_definitions
 from lakefs_mirror_dagster.replication import ReplicationService
 from tests.replication.conftest import config_path, content, isolated_regions, service_for
 
-__all__ = ["MirrorCase", "config_path", "daemon_mirror", "isolated_case", "isolated_regions", "service_for"]
+__all__ = [
+    "MirrorCase",
+    "config_path",
+    "daemon_mirror",
+    "gateway_source",
+    "isolated_case",
+    "isolated_regions",
+    "service_for",
+]
 
 # Spark's Python workers must import this package: run them with the test interpreter. Set before any
 # SparkContext starts (the session fixture and the validator resource share one session).
@@ -76,6 +85,16 @@ def isolated_case(
     )
     config = config or load_config(path, env={})
     return MirrorCase(repo, mirror, src, dst_svc.client("region-b"), src_svc, dst_svc, config, path)
+
+
+def gateway_source(
+    lakefs_env: Environment, service: Callable[[str], ReplicationService], repo: str
+) -> tuple[LakeFSClient, Any]:
+    """Create ``repo`` in region-a; return region-a's lakeFS client and a boto3 client of its S3 gateway, which the
+    daemon tests write the source's objects with."""
+    src = service("region-a").client("region-a")
+    src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
+    return src, lakefs_env.region("region-a").s3_gateway_client()
 
 
 def daemon_mirror(

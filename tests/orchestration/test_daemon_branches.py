@@ -21,7 +21,7 @@ from lakefs_mirror_devenv.dagster_daemon import converge_mirror
 
 from lakefs_mirror_dagster.replication import ReplicationService
 
-from .conftest import daemon_mirror
+from .conftest import daemon_mirror, gateway_source
 
 pytestmark = pytest.mark.integration
 
@@ -39,10 +39,8 @@ def test_many_branches_converge_under_the_daemon_with_runs_in_parallel_and_no_du
     tmp_path: Path,
 ) -> None:
     service = isolated_regions[1]
-    src = service("region-a").client("region-a")
-    gateway = lakefs_env.region("region-a").s3_gateway_client()
     repo, name = unique_name("fanout"), unique_name("fanout-mirror")
-    src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
+    src, gateway = gateway_source(lakefs_env, service, repo)
     gateway.put_object(Bucket=repo, Key="main/tables/t/part-0.json", Body=b'{"row": 0}')
     main = src.commit(repo, "main", "first").id
     heads = {"main": main, **fan_out_branches(src, gateway, repo, [f"b{i:03}" for i in range(branches)])}

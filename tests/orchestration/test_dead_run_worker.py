@@ -26,7 +26,7 @@ from lakefs_mirror_dagster.orchestration.mirroring.commits import MIRROR_TAG
 from lakefs_mirror_dagster.replication import ReplicationService
 from lakefs_mirror_dagster.replication.heads import branch_heads
 
-from .conftest import daemon_mirror
+from .conftest import daemon_mirror, gateway_source
 
 pytestmark = pytest.mark.integration
 
@@ -42,10 +42,8 @@ def test_a_run_whose_worker_died_is_failed_and_run_again_until_the_branch_conver
     tmp_path: Path,
 ) -> None:
     service = isolated_regions[1]
-    src = service("region-a").client("region-a")
-    gateway = lakefs_env.region("region-a").s3_gateway_client()
     repo, name = unique_name("dead-worker"), unique_name("dead-worker-mirror")
-    src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
+    src, gateway = gateway_source(lakefs_env, service, repo)
     for key, body in OBJECTS.items():
         gateway.put_object(Bucket=repo, Key=f"main/{key}", Body=body)
     head = src.commit(repo, "main", "three objects").id
