@@ -188,15 +188,16 @@ def test_multipart_upload_mirrors_through_dagster_runs(
     new_mirror: Callable[..., str],
     converge: Callable[..., Converged],
 ) -> None:
-    """The reported case (12 MiB in 5 MiB parts) through the Dagster branch_heads and tags assets."""
-    src, dst = clients_for("region-a"), clients_for("region-b")
+    """The reported case (12 MiB in 5 MiB parts) through the Dagster branch_heads and tags assets, into MinIO
+    (region-c): the run streams the object's single PUT through a presigned URL."""
+    src, dst = clients_for("region-a"), clients_for("region-c")
     repo = new_repo("region-a")
     _write_multipart(src, repo, 12 * MiB, 5 * MiB, "dagster")
     commit = src.rest.commit(repo, "main", "multipart through Dagster")
     src.rest.create_tag(repo, "v1", commit)
-    name = new_mirror(repo, "region-b")
+    name = new_mirror(repo, "region-c")
 
-    outcome = converge(name, "region-b", via="dagster")
+    outcome = converge(name, "region-c", via="dagster")
     assert set(outcome.runs) == {"main", ""}
     assert_mirror_matches(src, repo, dst, name)
 
