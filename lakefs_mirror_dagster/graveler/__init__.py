@@ -7,7 +7,7 @@ No I/O: every function takes bytes (or an :class:`SSTable` parsed from bytes). S
 from .addresses import KNOWN_SCHEMES, AddressType, address_is_full
 from .errors import GravelerError, ProtoError, RangeIdMismatchError, RecordError, SSTableError, VarintError
 from .ident import IdentityWriter, commit_id, entry_identity, entry_identity_legacy, parents_identity
-from .range_id import compute_range_id, range_id_of_bytes, verified_records, verify_range_file
+from .range_id import compute_range_id, range_id_of_bytes, verified_blocks, verified_records, verify_range_file
 from .ranges import (
     FILE_TYPE_METARANGES,
     FILE_TYPE_RANGES,
@@ -21,7 +21,7 @@ from .ranges import (
     iter_entry_locations,
     iter_range_refs,
     iter_tags,
-    object_records,
+    object_blocks,
 )
 from .records import (
     BranchData,
@@ -86,10 +86,11 @@ __all__ = [
     "iter_entry_locations",
     "iter_range_refs",
     "iter_tags",
-    "object_records",
+    "object_blocks",
     "parents_identity",
     "range_id_of_bytes",
     "split_value",
+    "verified_blocks",
     "verified_records",
     "verify_range_file",
 ]

@@ -8,41 +8,60 @@ destination, where lakeFS would trust it blindly.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
 
 from .errors import RangeIdMismatchError
 from .ident import IdentityWriter
-from .sstable import SSTable
+from .sstable import SSTable, SSTableError, block_list_records
 
 __all__ = [
     "WRITER_ADDED_PROPERTIES",
     "RangeIdMismatchError",
     "compute_range_id",
     "range_id_of_bytes",
+    "verified_blocks",
     "verified_records",
     "verify_range_file",
 ]
 
 # Added by lakeFS's writer at Close, after the metadata that goes into the ID was hashed.
 WRITER_ADDED_PROPERTIES = frozenset({b"min_key", b"max_key", b"count", b"estimated_size_bytes"})
+try:  # compiled where a C compiler is found, like sstable's block walk
+    from ._native import blocks_hash_input as _native_blocks_hash_input
+except ImportError:  # pragma: no cover
+    _native_blocks_hash_input = None  # type: ignore[assignment]
+
+#: Data blocks hashed per ``update`` (about 4 KiB each): bounds the hash input held at once to a few MiB.
 _BATCH = 256
+
+
+def _hash_input(records: list[tuple[bytes, bytes]]) -> bytes:
+    """What the ID hashes for these records: ``len(key) key | len(value) value |`` each, lengths in decimal."""
+    return b"".join([b"%d%s|%d%s|" % (len(key), key, len(value), value) for key, value in records])
+
+
+def _python_blocks_hash_input(blocks: list[bytes]) -> bytes:
+    """The hash input of these data blocks' records; the reference for ``_native.blocks_hash_input``."""
+    return _hash_input(block_list_records(blocks))
+
+
+def _blocks_hash_input(blocks: list[bytes]) -> bytes:
+    if _native_blocks_hash_input is None:
+        return _python_blocks_hash_input(blocks)
+    try:
+        return _native_blocks_hash_input(blocks)
+    except ValueError as exc:  # the C walk names the block in its message
+        raise SSTableError(str(exc)) from None
 
 
 def compute_range_id(sst: SSTable) -> str:
     """Hex SHA-256 over ``len(key) key | len(value) value |`` per record, then the writer metadata."""
-    return _range_id(sst.iter_records(), sst)
+    return _range_id(sst.data_blocks(), sst)
 
 
-def _range_id(records: Iterable[tuple[bytes, bytes]], sst: SSTable) -> str:
+def _range_id(blocks: list[bytes], sst: SSTable) -> str:
     h = hashlib.sha256()
-    parts: list[bytes] = []
-    append = parts.append
-    for key, value in records:
-        append(b"%d%s|%d%s|" % (len(key), key, len(value), value))
-        if len(parts) >= _BATCH:
-            h.update(b"".join(parts))
-            parts.clear()
-    h.update(b"".join(parts))
+    for start in range(0, len(blocks), _BATCH):
+        h.update(_blocks_hash_input(blocks[start : start + _BATCH]))
     metadata = {k: v for k, v in sst.raw_user_properties.items() if k not in WRITER_ADDED_PROPERTIES}
     IdentityWriter(h).add_string_map(metadata)
     return h.hexdigest()
@@ -54,18 +73,22 @@ def range_id_of_bytes(data: bytes, *, verify_checksums: bool = True) -> str:
 
 def verify_range_file(data: bytes, expected_id: str) -> SSTable:
     """Parse ``data`` and check it hashes to ``expected_id``; returns the parsed table for further reading."""
+    return verified_blocks(data, expected_id)[0]
+
+
+def verified_blocks(data: bytes, expected_id: str) -> tuple[SSTable, list[bytes]]:
+    """Like :func:`verify_range_file`, with the decompressed data blocks the hash walked: a caller that compares
+    or decodes records reads them from these, without reading the file's blocks again."""
     sst = SSTable.from_bytes(data)
-    _check(_range_id(sst.iter_records(), sst), expected_id)
-    return sst
+    blocks = sst.data_blocks()
+    _check(_range_id(blocks, sst), expected_id)
+    return sst, blocks
 
 
 def verified_records(data: bytes, expected_id: str) -> tuple[SSTable, list[tuple[bytes, bytes]]]:
-    """Like :func:`verify_range_file`, with the (key, raw value) records in key order: the file's blocks are
-    walked once for both the hash and the caller, who can then compare records without reading them again."""
-    sst = SSTable.from_bytes(data)
-    records = list(sst.iter_records())
-    _check(_range_id(records, sst), expected_id)
-    return sst, records
+    """Like :func:`verified_blocks`, with the (key, raw value) records in key order."""
+    sst, blocks = verified_blocks(data, expected_id)
+    return sst, block_list_records(blocks)
 
 
 def _check(actual: str, expected_id: str) -> None:

@@ -17,12 +17,20 @@ import crc32c
 from .errors import SSTableError, VarintError
 from .varint import decode_uvarint
 
+try:  # compiled by pip install where a C compiler is found (pyproject.toml, ext-modules); optional
+    from ._native import data_block_records as _native_block_records
+    from ._native import index_block_handles as _native_index_block_handles
+except ImportError:  # pragma: no cover - the Python walks below do the same, several times slower
+    _native_block_records = None  # type: ignore[assignment]
+    _native_index_block_handles = None  # type: ignore[assignment]
+
 __all__ = [
     "FOOTER_SIZE",
     "ROCKSDB_MAGIC",
     "BlockHandle",
     "SSTable",
     "SSTableError",
+    "block_list_records",
     "iter_block_entries",
     "mask_crc",
 ]
@@ -44,9 +52,9 @@ INDEX_TYPE_BINARY_SEARCH = 0
 INDEX_TYPE_TWO_LEVEL = 2
 PROPERTIES_KEY = b"rocksdb.properties"
 INDEX_TYPE_PROPERTY = "rocksdb.block.based.table.index.type"
-# Keys of the internal-key trailer: seq 0, kind SET. lakeFS writes every record with Writer.Set.
+# The kind byte of the internal-key trailer (kind, then the sequence number): lakeFS writes every record with
+# Writer.Set.
 KIND_SET = 1
-_SET_TRAILER = bytes([KIND_SET]) + bytes(7)
 
 _U32 = struct.Struct("<I")
 _CRC_MASK_DELTA = 0xA282EAD8
@@ -211,14 +219,15 @@ class SSTable:
             raise SSTableError(f"property {name}: {len(raw) - end} trailing bytes after its varint")
         return value
 
-    def read_block(self, handle: BlockHandle, what: str = "block") -> bytes:
-        """The block's contents: bounds-checked, checksum-verified and decompressed."""
+    def read_block(self, handle: BlockHandle, what: str = "block", index: int | None = None) -> bytes:
+        """The block's contents: bounds-checked, checksum-verified and decompressed. Messages name the block
+        ``what`` (``"<what> <index>"`` with an index, formatted only for a message)."""
         offset, length = handle
         end = offset + length
         if end + BLOCK_TRAILER_SIZE > self._footer_start:
             raise SSTableError(
-                f"{what} at offset {offset} (+{length} bytes and trailer) extends past the data area, which "
-                f"ends at {self._footer_start}: file truncated or corrupt"
+                f"{_name(what, index)} at offset {offset} (+{length} bytes and trailer) extends past the data "
+                f"area, which ends at {self._footer_start}: file truncated or corrupt"
             )
         data = self._data
         block_type = data[end]
@@ -227,7 +236,7 @@ class SSTable:
             computed = mask_crc(crc32c.crc32c(self._mv[offset : end + 1]))
             if stored != computed:
                 raise SSTableError(
-                    f"checksum mismatch in {what} at offset {offset} (length {length}): stored "
+                    f"checksum mismatch in {_name(what, index)} at offset {offset} (length {length}): stored "
                     f"{stored:#010x}, computed {computed:#010x}; the file is corrupt"
                 )
         if block_type == COMPRESSION_NONE:
@@ -236,39 +245,86 @@ class SSTable:
             try:
                 return bytes(cramjam.snappy.decompress_raw(self._mv[offset:end]))
             except Exception as exc:  # cramjam raises its own DecompressionError
-                raise SSTableError(f"{what} at offset {offset}: snappy decompression failed: {exc}") from None
+                raise SSTableError(
+                    f"{_name(what, index)} at offset {offset}: snappy decompression failed: {exc}"
+                ) from None
         name = _COMPRESSION_NAMES.get(block_type, "unknown")
-        raise SSTableError(f"{what} at offset {offset}: unsupported compression type {block_type} ({name})")
+        raise SSTableError(
+            f"{_name(what, index)} at offset {offset}: unsupported compression type {block_type} ({name})"
+        )
 
     def data_block_handles(self) -> list[BlockHandle]:
         """Handles of all data blocks in key order, expanding a two-level index."""
-        top = self.read_block(self.index_handle, "index block")
-        handles = [_decode_handle(v, 0, "index block")[0] for _, v in iter_block_entries(top, "index block")]
+        handles = _index_block_handles(self.read_block(self.index_handle, "index block"), "index block")
         if self.index_type != INDEX_TYPE_TWO_LEVEL:
             return handles
         out: list[BlockHandle] = []
         for i, part in enumerate(handles):
-            what = f"index partition {i}"
-            block = self.read_block(part, what)
-            out.extend(_decode_handle(v, 0, what)[0] for _, v in iter_block_entries(block, what))
+            out.extend(_index_block_handles(self.read_block(part, "index partition", i), f"index partition {i}"))
         return out
 
     def iter_data_blocks(self) -> Iterator[bytes]:
         """Decompressed, verified data blocks in key order."""
         for i, handle in enumerate(self.data_block_handles()):
-            yield self.read_block(handle, f"data block {i}")
+            yield self.read_block(handle, "data block", i)
+
+    def data_blocks(self) -> list[bytes]:
+        """:meth:`iter_data_blocks` as a list: what :func:`block_list_records` and the range-ID hash walk."""
+        return list(self.iter_data_blocks())
 
     def iter_records(self) -> Iterator[tuple[bytes, bytes]]:
         """(user key, raw value) of every record, in key order; refuses anything but SET records."""
         for i, block in enumerate(self.iter_data_blocks()):
-            try:
-                yield from _data_block_records(block)
-            except (IndexError, VarintError) as exc:
-                raise SSTableError(f"data block {i}: corrupt entry ({exc})") from None
+            yield from _block_records(block, i)
+
+    def records(self) -> list[tuple[bytes, bytes]]:
+        """:meth:`iter_records` as a list."""
+        return block_list_records(self.data_blocks())
+
+
+def block_list_records(blocks: list[bytes]) -> list[tuple[bytes, bytes]]:
+    """(user key, raw value) of every record of these data blocks (:meth:`SSTable.data_blocks`), in order."""
+    out: list[tuple[bytes, bytes]] = []
+    for i, block in enumerate(blocks):
+        out.extend(_block_records(block, i))
+    return out
+
+
+def _name(what: str, index: int | None) -> str:
+    return what if index is None else f"{what} {index}"
+
+
+def _python_index_block_handles(block: bytes, what: str) -> list[BlockHandle]:
+    """The data block handles an index block holds; the reference for ``_native.index_block_handles``."""
+    return [_decode_handle(v, 0, what)[0] for _, v in iter_block_entries(block, what)]
+
+
+def _index_block_handles(block: bytes, what: str) -> list[BlockHandle]:
+    if _native_index_block_handles is None:
+        return _python_index_block_handles(block, what)
+    try:
+        return _native_index_block_handles(block)
+    except ValueError as exc:
+        raise SSTableError(f"{what}: {exc}") from None
+
+
+def _block_records(block: bytes, index: int) -> list[tuple[bytes, bytes]]:
+    """The records of data block number ``index``, by the C walk if it was built, else the Python one."""
+    try:
+        if _native_block_records is not None:
+            return _native_block_records(block)
+        return list(_data_block_records(block))
+    except SSTableError as exc:
+        raise SSTableError(f"data block {index}: {exc}") from None
+    except (IndexError, VarintError, ValueError) as exc:  # the C walk says what is wrong with a ValueError
+        raise SSTableError(f"data block {index}: corrupt entry ({exc})") from None
 
 
 def _data_block_records(block: bytes) -> Iterator[tuple[bytes, bytes]]:
-    """Like :func:`iter_block_entries` for data blocks, with inline short varints and the trailer stripped."""
+    """Like :func:`iter_block_entries` for data blocks, with inline short varints and the trailer stripped.
+
+    The reference for ``_native.data_block_records`` (``_native.c``), which must agree with it on every block,
+    valid or not (``tests/graveler/test_graveler_native.py``)."""
     n = len(block)
     if n < 8:
         raise SSTableError(f"data block of {n} bytes is too short")
@@ -277,6 +333,10 @@ def _data_block_records(block: bytes) -> Iterator[tuple[bytes, bytes]]:
         raise SSTableError("data block restart count exceeds the block")
     pos = 0
     ukey = b""
+    # Where the previous key's 8-byte trailer is: its offset in the block, or the bytes (for a key rebuilt
+    # through the slow path); neither before the first key, which has nothing to share.
+    trailer_at = -1
+    trailer = b""
     while pos < end:
         shared = block[pos]
         if shared < 0x80:
@@ -302,13 +362,17 @@ def _data_block_records(block: bytes) -> Iterator[tuple[bytes, bytes]]:
             raise SSTableError(f"data block: entry at offset {pos} overruns the block")
         if shared <= len(ukey) and unshared >= 8:
             ukey = ukey[:shared] + block[pos : kend - 8] if shared else block[pos : kend - 8]
-            kind = block[kend - 8]
+            trailer_at = kend - 8
+            kind = block[trailer_at]
         else:  # the shared prefix reaches into the previous key's trailer (or the entry is corrupt)
-            prev = ukey + _SET_TRAILER
+            if trailer_at >= 0:
+                trailer = block[trailer_at : trailer_at + 8]
+                trailer_at = -1
+            prev = ukey + trailer
             if shared > len(prev) or shared + unshared < 8:
                 raise SSTableError(f"data block: corrupt key at offset {pos}")
             ikey = prev[:shared] + block[pos:kend]
-            ukey, kind = ikey[:-8], ikey[-8]
+            ukey, kind, trailer = ikey[:-8], ikey[-8], ikey[-8:]
         if kind != KIND_SET:
             raise SSTableError(f"record {ukey!r} has key kind {kind} (lakeFS writes only SET records)")
         yield ukey, block[kend:vend]

@@ -18,6 +18,7 @@ from .wakeups import MAX_WAKEUPS, RefWakeup, check_run_request, claim_token, new
 
 __all__ = ["WakeupQueue", "ref_wakeups", "run_requests"]
 
+
 def _ref_key() -> list[Column[str]]:
     """The primary key of both tables: one row per (mirror, ref kind, ref)."""
     return [

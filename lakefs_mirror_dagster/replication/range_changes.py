@@ -5,7 +5,7 @@ validated earlier and still intact at the destination) holds the other 49,999 en
 ``range_changes`` hashes the new range file (it must hash to its ID), compares its raw records with the base's
 and decodes only the records that differ. The transfer copies those entries' objects, validation checks them.
 
-Both run in one pass, on the same files: a ``RangeReads`` keeps what the transfer read (each base's records,
+Both run in one pass, on the same files: a ``RangeReads`` keeps what the transfer read (each base's data blocks,
 each range's changes with the bytes they came from) so validation, finding the same bytes at the destination,
 neither hashes nor compares them again. It is bounded and the engine drops a metarange's files when done.
 Spark tasks pass none: each task computes its own.
@@ -14,17 +14,17 @@ Spark tasks pass none: each task computes its own.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from ..graveler.ranges import EntryLocation, changed_entries, object_records
+from ..graveler.ranges import EntryLocation, changed_entries, object_blocks
 from ..graveler.sstable import SSTableError
 from ..storage import StorageError
 
 __all__ = ["RangeChanges", "RangeReads", "range_changes"]
 
-#: Bytes of a base record kept in memory beyond its key and value (dict slot, two bytes objects).
-_RECORD_OVERHEAD = 120
+#: Bytes of a kept base's data block beyond its contents (the bytes object, the list slot).
+_BLOCK_OVERHEAD = 48
 #: Bytes of one decoded entry kept in memory (tuple, key, address and ETag objects).
 _ENTRY_COST = 400
 
@@ -51,20 +51,21 @@ class RangeReads:
     def __init__(self, budget_bytes: int = 128 << 20) -> None:
         self.budget_bytes = budget_bytes
         self._lock = threading.Lock()
-        self._bases: dict[str, tuple[int, dict[bytes, bytes]]] = {}
+        self._bases: dict[str, tuple[int, list[bytes]]] = {}
         self._changes: dict[tuple[str, tuple[str, ...]], tuple[int, bytes, RangeChanges]] = {}
         self._used = 0
 
-    def base(self, range_id: str) -> dict[bytes, bytes] | None:
+    def base(self, range_id: str) -> list[bytes] | None:
+        """A base's verified data blocks, if kept."""
         with self._lock:
             kept = self._bases.get(range_id)
         return None if kept is None else kept[1]
 
-    def keep_base(self, range_id: str, records: dict[bytes, bytes]) -> None:
-        cost = sum(len(k) + len(v) for k, v in records.items()) + _RECORD_OVERHEAD * len(records)
+    def keep_base(self, range_id: str, blocks: list[bytes]) -> None:
+        cost = sum(map(len, blocks)) + _BLOCK_OVERHEAD * len(blocks)
         with self._lock:
             if range_id not in self._bases and self._used + cost <= self.budget_bytes:
-                self._bases[range_id] = (cost, records)
+                self._bases[range_id] = (cost, blocks)
                 self._used += cost
 
     def changes(self, range_id: str, bases: Sequence[str], data: bytes) -> RangeChanges | None:
@@ -109,21 +110,21 @@ def range_changes(
     ID) for ``data`` itself."""
     if reads is not None and (kept := reads.changes(range_id, base_ranges, data)) is not None:
         return kept
-    bases = [b for b in (_base_records(rid, read_base, reads) for rid in dict.fromkeys(base_ranges)) if b]
-    entries, unchanged = changed_entries(object_records(data, range_id), bases)
+    bases = [b for b in (_base_blocks(rid, read_base, reads) for rid in dict.fromkeys(base_ranges)) if b]
+    entries, unchanged = changed_entries(object_blocks(data, range_id), bases)
     changes = RangeChanges(entries, unchanged)
     if reads is not None:
         reads.keep_changes(range_id, base_ranges, data, changes)
     return changes
 
 
-def _base_records(range_id: str, read: Callable[[str], bytes], reads: RangeReads | None) -> Mapping[bytes, bytes]:
+def _base_blocks(range_id: str, read: Callable[[str], bytes], reads: RangeReads | None) -> list[bytes]:
     if reads is not None and (kept := reads.base(range_id)) is not None:
         return kept
     try:
-        records = dict(object_records(read(range_id), range_id))
+        blocks = object_blocks(read(range_id), range_id)
     except (SSTableError, StorageError):
-        return {}
+        return []
     if reads is not None:
-        reads.keep_base(range_id, records)
-    return records
+        reads.keep_base(range_id, blocks)
+    return blocks

@@ -1,0 +1,190 @@
+"""The C loops of reading range files (``graveler/_native.c``) agree with the Python ones they speed up.
+
+The Python walk of a data block and the Python range-ID hash input are the reference: on valid blocks both
+give the same records and bytes, on corrupt blocks both refuse (the C walk must never accept a block the
+Python one refuses, nor the other way round). The C merge of a range with its bases is compared with its
+Python reference in test_graveler_range_diff.py, on random rewrites.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from lakefs_mirror_dagster.graveler import SSTable, SSTableError, range_id, ranges, sstable
+from tests.graveler.sstable_writer import _BlockBuilder, fake_entry_records, write_lakefs_file
+
+try:
+    from lakefs_mirror_dagster.graveler import _native as native
+except ImportError:  # the first test says so; the others need it
+    native = None
+needs_native = pytest.mark.skipif(native is None, reason="graveler/_native.c was not built (pip install needs gcc)")
+
+SET = bytes([1]) + bytes(7)
+
+
+def _python_records(block: bytes) -> list[tuple[bytes, bytes]]:
+    return list(sstable._data_block_records(block))
+
+
+def _block(internal_keys: list[bytes], restart_interval: int = 16) -> bytes:
+    builder = _BlockBuilder(restart_interval)
+    for i, key in enumerate(internal_keys):
+        builder.add(key, b"value-%d" % i)
+    return builder.finish()
+
+
+def _outcome(walk, block: bytes) -> tuple[str, object]:  # type: ignore[no-untyped-def]
+    try:
+        return "records", walk(block)
+    except (SSTableError, ValueError, IndexError) as exc:
+        return "refused", type(exc).__name__
+
+
+def test_the_package_was_built_with_its_c_loops() -> None:
+    # scripts/dev installs with gcc present: a silent fallback to the Python loops would cost ~4x per range.
+    assert native is not None, "graveler/_native.c was not built: pip install -e . needs gcc and Python's headers"
+    assert sstable._native_block_records is native.data_block_records
+    assert range_id._native_blocks_hash_input is native.blocks_hash_input
+    assert ranges._native_changed_records is native.changed_records
+
+
+@needs_native
+def test_a_generated_range_reads_the_same_through_both_walks() -> None:
+    sst = SSTable.from_bytes(write_lakefs_file(fake_entry_records(3_000)).data)
+    blocks = list(sst.iter_data_blocks())
+    assert len(blocks) > 10
+    for block in blocks:
+        assert native.data_block_records(block) == _python_records(block)
+
+
+@needs_native
+def test_keys_that_share_into_the_previous_trailer_read_the_same() -> None:
+    # "ab" then "ab\x01\x00": the second key's shared prefix covers bytes of the first one's trailer.
+    keys = [b"ab" + SET, b"ab\x01\x00" + SET, b"ab\x01\x00\x00\x00" + SET, b"b" + SET]
+    block = _block(keys, restart_interval=16)
+    expected = [(k[:-8], b"value-%d" % i) for i, k in enumerate(keys)]
+    assert native.data_block_records(block) == _python_records(block) == expected
+
+
+@needs_native
+def test_a_record_that_is_not_a_set_is_refused_by_both() -> None:
+    block = _block([b"a" + SET, b"b" + bytes([0]) + bytes(7)])  # kind 0: a DELETE
+    with pytest.raises(ValueError, match=r"record b'b' has key kind 0"):
+        native.data_block_records(block)
+    with pytest.raises(SSTableError, match=r"record b'b' has key kind 0"):
+        _python_records(block)
+
+
+@needs_native
+def test_through_sstable_a_corrupt_block_names_its_index() -> None:
+    block = bytearray(_block([b"a" + SET, b"b" + SET]))
+    block[2] = 0x7F  # the first key's length now runs past the block
+    with pytest.raises(SSTableError, match=r"^data block 3: "):
+        sstable._block_records(bytes(block), 3)
+
+
+@needs_native
+def test_corrupt_blocks_are_refused_by_both_walks_alike() -> None:
+    rnd = random.Random(1117)
+    keys = sorted({b"dir-%d/file-%05d" % (rnd.randrange(4), rnd.randrange(10**5)) for _ in range(60)})
+    good = _block([k + SET for k in keys], restart_interval=4)
+    assert native.data_block_records(good) == _python_records(good)
+    agreed = {"records": 0, "refused": 0}
+    for _ in range(3_000):
+        block = bytearray(good)
+        for _ in range(rnd.randrange(1, 4)):
+            if not block:
+                break
+            choice = rnd.random()
+            if choice < 0.6:
+                block[rnd.randrange(len(block))] = rnd.randrange(256)
+            elif choice < 0.8:
+                del block[rnd.randrange(len(block)) :]
+            else:
+                block[rnd.randrange(len(block))] |= 0x80  # a varint that goes on
+        mutated = bytes(block)
+        c_outcome = _outcome(native.data_block_records, mutated)
+        py_outcome = _outcome(_python_records, mutated)
+        assert c_outcome[0] == py_outcome[0], (mutated.hex(), c_outcome, py_outcome)
+        if c_outcome[0] == "records":
+            assert c_outcome[1] == py_outcome[1], mutated.hex()
+        agreed[c_outcome[0]] += 1
+    assert agreed["records"] > 100 and agreed["refused"] > 100  # both kinds of outcome were exercised
+
+
+@needs_native
+def test_the_hash_input_of_blocks_is_the_python_reference_s() -> None:
+    sst = SSTable.from_bytes(write_lakefs_file(fake_entry_records(2_000)).data)
+    blocks = sst.data_blocks()
+    assert native.blocks_hash_input(blocks) == range_id._python_blocks_hash_input(blocks)
+    assert native.blocks_hash_input([]) == b""
+    odd = [_block([b"" + SET, b"k" + SET]), _block([b"\x00\xff" * 70 + SET])]
+    assert native.blocks_hash_input(odd) == range_id._python_blocks_hash_input(odd)
+    assert native.blocks_hash_input([_block([b"ab" + SET])]) == b"2ab|7value-0|"
+
+
+@needs_native
+def test_a_corrupt_block_in_a_list_is_refused_with_its_number() -> None:
+    good = _block([b"a" + SET, b"b" + SET])
+    bad = bytearray(good)
+    bad[2] = 0x7F
+    with pytest.raises(ValueError, match=r"^data block 1: "):
+        native.blocks_hash_input([good, bytes(bad)])
+    with pytest.raises(SSTableError, match=r"^data block 1: "):
+        range_id._blocks_hash_input([good, bytes(bad)])
+    with pytest.raises(SSTableError, match=r"^data block 1: "):
+        range_id._python_blocks_hash_input([good, bytes(bad)])
+
+
+@needs_native
+def test_a_changed_record_is_found_in_any_base_order() -> None:
+    base_a = [_block([b"a" + SET, b"c" + SET])]
+    base_b = [_block([b"x" + SET, b"z" + SET])]
+    new = [_block([b"a" + SET, b"b" + SET, b"c" + SET]), _block([b"x" + SET, b"y" + SET, b"z" + SET])]
+    for bases in ([base_a, base_b], [base_b, base_a]):
+        changed, unchanged = native.changed_records(new, bases)
+        assert (changed, unchanged) == ranges._python_changed_records(new, bases)
+        # the values are "value-<position in its block>": b and y moved the others' positions, c and z changed
+        assert [k for k, _ in changed] == [b"b", b"c", b"y", b"z"] and unchanged == 2
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: native.blocks_hash_input([b"not a block at all"[:3]]),
+        lambda: native.blocks_hash_input(["text"]),  # type: ignore[list-item]
+        lambda: native.changed_records([], ((b"",),)),  # type: ignore[arg-type]
+        lambda: native.data_block_records(bytearray(8)),  # type: ignore[arg-type]
+    ],
+)
+def test_what_is_not_blocks_is_refused(call) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises((TypeError, ValueError)):
+        call()
+
+
+@needs_native
+def test_index_blocks_give_the_handles_the_python_walk_gives() -> None:
+    sst = SSTable.from_bytes(write_lakefs_file(fake_entry_records(5_000)).data)
+    assert sst.index_type == 2  # two-level: a top index of partitions, each an index block
+    top = sst.read_block(sst.index_handle)
+    partitions = native.index_block_handles(top)
+    assert partitions == sstable._python_index_block_handles(top, "index block") and len(partitions) > 1
+    for handle in partitions:
+        block = sst.read_block(handle)
+        assert native.index_block_handles(block) == sstable._python_index_block_handles(block, "partition")
+    rnd = random.Random(5)
+    outcomes = set()
+    for _ in range(2_000):
+        block = bytearray(top)
+        block[rnd.randrange(len(block))] = rnd.randrange(256)
+        mutated = bytes(block)
+        c_outcome = _outcome(native.index_block_handles, mutated)
+        py_outcome = _outcome(lambda b: sstable._python_index_block_handles(b, "index"), mutated)
+        assert c_outcome[0] == py_outcome[0], mutated.hex()
+        if c_outcome[0] == "records":
+            assert c_outcome[1] == py_outcome[1]
+        outcomes.add(c_outcome[0])
+    assert outcomes == {"records", "refused"}
