@@ -1,7 +1,9 @@
 """Decode speed of lakeFS range files: full decoder, fast location path, and a naive baseline.
 
 Generates a realistic range (~100,000 entries, snappy blocks, two-level index) with the test writer,
-then reports entries/s (best of N runs, single core, CRC verified unless --no-verify).
+then reports entries/s (best of N runs, single core, CRC verified unless --no-verify). Then the work of a
+pass on a range lakeFS rewrote to insert one key: both files hashed, records compared, one decoded; through
+the C loops (graveler/_native.c) and through their Python references, in the same run.
 
     .venv/bin/python benchmarks/range_decode.py [--entries 100000] [--repeat 5] [--no-verify]
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -19,9 +22,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lakefs_mirror_dagster.graveler import (
     SSTable,
+    changed_entries,
     compute_range_id,
     iter_entries,
     iter_entry_locations,
+    object_blocks,
+    range_id,
+    ranges,
+    sstable,
 )
 from lakefs_mirror_dagster.graveler.protowire import iter_fields
 from lakefs_mirror_dagster.graveler.sstable import iter_block_entries
@@ -90,6 +98,63 @@ def main() -> None:
     elapsed = time.perf_counter() - start
     assert rid == lf.range_id
     print(f"range ID recomputation:                    {lf.count / elapsed:>10,.0f} entries/s")
+
+    # A key inserted between keys: lakeFS rewrites the range; a pass hashes it and its base, then compares them.
+    records = fake_entry_records(args.entries + 1)
+    base = write_lakefs_file(records[: len(records) // 2] + records[len(records) // 2 + 1 :])
+    new = write_lakefs_file(records)
+
+    def rewrite_pass() -> int:
+        changed, unchanged = changed_entries(
+            object_blocks(new.data, new.range_id), [object_blocks(base.data, base.range_id)]
+        )
+        assert len(changed) == 1 and unchanged == args.entries
+        return unchanged
+
+    with_c = best_seconds(rewrite_pass, args.repeat) if c_loops_built() else None
+    with python_loops():
+        with_python = best_seconds(rewrite_pass, args.repeat)
+    print(f"rewritten range vs its base (hash both, compare), {args.entries:,} entries:")
+    print(f"  Python loops:                            {with_python * 1000:>10.1f} ms")
+    if with_c is None:
+        print("  C loops:                                 not built (graveler/_native.c needs gcc at install)")
+    else:
+        faster = with_python / with_c
+        print(f"  C loops (graveler/_native.c):            {with_c * 1000:>10.1f} ms  ({faster:.1f}x faster)")
+
+
+def best_seconds(fn: Callable[[], object], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+_C_LOOPS = (
+    (sstable, "_native_block_records"),
+    (sstable, "_native_index_block_handles"),
+    (range_id, "_native_blocks_hash_input"),
+    (ranges, "_native_changed_records"),
+)
+
+
+def c_loops_built() -> bool:
+    return all(getattr(module, name) is not None for module, name in _C_LOOPS)
+
+
+@contextlib.contextmanager
+def python_loops() -> Iterator[None]:
+    """The Python references of the C loops, for a baseline in the same run."""
+    saved = [getattr(module, name) for module, name in _C_LOOPS]
+    for module, name in _C_LOOPS:
+        setattr(module, name, None)
+    try:
+        yield
+    finally:
+        for (module, name), value in zip(_C_LOOPS, saved, strict=True):
+            setattr(module, name, value)
 
 
 if __name__ == "__main__":
