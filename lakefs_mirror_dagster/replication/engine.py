@@ -448,7 +448,7 @@ class MirrorEngine:
                 examples = ", ".join(stats.failed_objects[:5])
                 return [f"{stats.failed_object_count - failed_before} object(s) could not be copied, e.g. {examples}"]
             keep_present = not self.copy_objects
-            if put_metadata_file(self.dst_store, self.dst_ns, metarange_id, data, keep_present=keep_present) is None:
+            if not put_metadata_file(self.dst_store, self.dst_ns, metarange_id, data, keep_present=keep_present):
                 stats.metadata_files_present += 1
             failpoint("after_metarange_file")
             self.progress.validation_started(len(new_ranges), ref=ref)

@@ -7,8 +7,7 @@ and decodes only the records that differ. The transfer copies those entries' obj
 
 Both run in one pass, on the same files: a ``RangeReads`` keeps what the transfer read (each base's data blocks,
 each range's changes with the bytes they came from) so validation, finding the same bytes at the destination,
-neither hashes nor compares them again; a range file the transfer wrote, still under the ETag (or version) the
-store gave it, is not even read back. It is bounded and the engine drops a metarange's files when done.
+neither hashes nor compares them again. It is bounded and the engine drops a metarange's files when done.
 Spark tasks pass none: each task computes its own.
 """
 
@@ -20,7 +19,7 @@ from dataclasses import dataclass
 
 from ..graveler.ranges import EntryLocation, changed_entries, object_blocks
 from ..graveler.sstable import SSTableError
-from ..storage import ObjectStat, StorageError
+from ..storage import StorageError
 
 __all__ = ["RangeChanges", "RangeReads", "range_changes"]
 
@@ -54,8 +53,6 @@ class RangeReads:
         self._lock = threading.Lock()
         self._bases: dict[str, tuple[int, list[bytes]]] = {}
         self._changes: dict[tuple[str, tuple[str, ...]], tuple[int, bytes, RangeChanges]] = {}
-        #: range ID -> (fingerprint the store gave the file this pass wrote, the bytes written, kept in _changes)
-        self._written: dict[str, tuple[str, bytes]] = {}
         self._used = 0
 
     def base(self, range_id: str) -> list[bytes] | None:
@@ -85,23 +82,6 @@ class RangeReads:
                 self._changes[key] = (cost, data, changes)
                 self._used += cost
 
-    def note_written(self, range_id: str, stat: ObjectStat, data: bytes) -> None:
-        """The transfer wrote ``data`` (hashed and compared this pass) as the range's file; the store answered
-        ``stat``. Only bytes already kept with their changes are remembered, and only with an ETag or version:
-        a size alone does not tell a rewrite."""
-        if not (stat.etag or stat.version):
-            return
-        with self._lock:
-            if any(key[0] == range_id and kept[1] is data for key, kept in self._changes.items()):
-                self._written[range_id] = (stat.fingerprint, data)
-
-    def written(self, range_id: str, stat: ObjectStat) -> bytes | None:
-        """The bytes this pass wrote as the range's file, if ``stat`` (the file at the destination now) has the
-        fingerprint the store gave them: the same object, not rewritten since, so it need not be read back."""
-        with self._lock:
-            kept = self._written.get(range_id)
-        return kept[1] if kept is not None and kept[0] == stat.fingerprint else None
-
     def forget(self, range_ids: Iterable[str]) -> None:
         """Drop what is kept of these ranges, as new ranges and as bases."""
         ids = set(range_ids)
@@ -110,8 +90,6 @@ class RangeReads:
                 self._used -= self._bases.pop(rid)[0]
             for key in [k for k in self._changes if k[0] in ids]:
                 self._used -= self._changes.pop(key)[0]
-            for rid in ids & self._written.keys():
-                del self._written[rid]
 
     @property
     def used_bytes(self) -> int:

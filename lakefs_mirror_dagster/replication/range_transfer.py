@@ -20,7 +20,7 @@ from typing import Protocol
 
 from ..graveler.sstable import SSTableError
 from ..lakefs import LakeFSError
-from ..storage import Blockstore, CopyResult, ObjectStat, StorageError, TransferPool
+from ..storage import Blockstore, CopyResult, StorageError, TransferPool
 from .copy_plan import plan_range_copies
 from .failpoints import failpoint
 from .range_changes import RangeReads, range_changes
@@ -82,19 +82,17 @@ class RangeTransferSummary:
         stats.metadata_files_present += self.range_present
 
 
-def put_metadata_file(
-    store: Blockstore, namespace: str, file_id: str, data: bytes, *, keep_present: bool
-) -> ObjectStat | None:
-    """Write a range or metarange file to ``<namespace>/_lakefs/<id>``; returns what the store says it stored,
-    or None when it was not written. With ``keep_present`` (external mode) a file already there with these
-    bytes is left alone: the store's replication delivered it. A different or partial one is overwritten, as
-    copy mode always does."""
+def put_metadata_file(store: Blockstore, namespace: str, file_id: str, data: bytes, *, keep_present: bool) -> bool:
+    """Write a range or metarange file to ``<namespace>/_lakefs/<id>``; returns whether it was written. With
+    ``keep_present`` (external mode) a file already there with these bytes is left alone: the store's
+    replication delivered it. A different or partial one is overwritten, as copy mode always does."""
     uri = metadata_uri(namespace, file_id)
     if keep_present:
         stat = store.stat(uri)
         if stat is not None and stat.size == len(data) and store.read_bytes(uri) == data:
-            return None
-    return store.write_bytes(uri, data)
+            return False
+    store.write_bytes(uri, data)
+    return True
 
 
 def transfer_range(
@@ -144,9 +142,7 @@ def transfer_range(
             return summary
         failpoint("before_range_file")
         written = put_metadata_file(destination, destination_namespace, range_id, data, keep_present=not copy_objects)
-        summary.range_written, summary.range_present = written is not None, written is None
-        if written is not None and reads is not None:
-            reads.note_written(range_id, written, data)
+        summary.range_written, summary.range_present = written, not written
         failpoint("after_range_file")
     except (SSTableError, StorageError, LakeFSError) as exc:
         summary.error = f"range {range_id}: {type(exc).__name__}: {exc}"

@@ -87,10 +87,9 @@ def validate_range(
     base_ranges: Sequence[str] = (),
     reads: RangeReads | None = None,
 ) -> RangeValidation:
-    """Check the range file at the destination hashes to its ID (a file this pass wrote, still under the ETag
-    or version the store answered, is the bytes the pass hashed: not read back) and every object it names is
-    there with the size the entry records and, where the store's ETag can be compared with the entry's
-    checksum (``at_rest_check``), a matching one. Objects are looked up by listing their directories where many share
+    """Check the range file at the destination hashes to its ID and every object it names is there with
+    the size the entry records and, where the store's ETag can be compared with the entry's checksum
+    (``at_rest_check``), a matching one. Objects are looked up by listing their directories where many share
     one (``listed_stats``), else by HEAD. Entries byte-identical to an entry of ``base_ranges`` (validated
     ranges the new one replaces) are counted without a second look (``range_changes``; ``reads`` is the pass's
     memo of what its transfer read). Never raises for a data problem: the result says what is wrong."""
@@ -101,9 +100,7 @@ def validate_range(
         if stat is None:
             raise ObjectNotFound(uri, uri=uri)
         result.fingerprint = stat.fingerprint
-        data = reads.written(range_id, stat) if reads is not None else None
-        if data is None:
-            data = store.read_bytes(uri)
+        data = store.read_bytes(uri)
         changes = range_changes(data, range_id, base_ranges, base_reader(store, namespace), reads)
         result.objects = changes.objects
         to_check: list[tuple[str, EntryLocation]] = []
