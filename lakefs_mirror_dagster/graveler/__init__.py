@@ -1,6 +1,8 @@
-"""lakeFS's own formats, read in pure Python: range/metarange sstables, their records, and lakeFS IDs.
+"""lakeFS's own formats, read in Python: range/metarange sstables, their records, and lakeFS IDs.
 
-No I/O: every function takes bytes (or an :class:`SSTable` parsed from bytes). See
+The loops over every record of a range also exist in C (``_native.c``, compiled by pip where a C compiler is
+found); the Python ones are their reference and fallback. No I/O: every function takes bytes (or an
+:class:`SSTable` parsed from bytes). See
 ``docs``/design notes §1.5 and §3 for the formats.
 """
 
