@@ -76,7 +76,7 @@ static int walker_start(Walker *w, PyObject *block, Py_ssize_t index)
         if (index >= 0)
             PyErr_Format(PyExc_ValueError, "data block %zd: %zd bytes is too short", index, w->n);
         else
-            PyErr_Format(PyExc_ValueError, "data block of %zd bytes is too short", w->n);
+            PyErr_Format(PyExc_ValueError, "%zd bytes is too short", w->n);
         return -1;
     }
     const unsigned char *t = w->block + w->n - 4;

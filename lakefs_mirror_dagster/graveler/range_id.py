@@ -34,14 +34,10 @@ except ImportError:  # pragma: no cover
 _BATCH = 256
 
 
-def _hash_input(records: list[tuple[bytes, bytes]]) -> bytes:
-    """What the ID hashes for these records: ``len(key) key | len(value) value |`` each, lengths in decimal."""
-    return b"".join([b"%d%s|%d%s|" % (len(key), key, len(value), value) for key, value in records])
-
-
 def _python_blocks_hash_input(blocks: list[bytes]) -> bytes:
-    """The hash input of these data blocks' records; the reference for ``_native.blocks_hash_input``."""
-    return _hash_input(block_list_records(blocks))
+    """What the ID hashes for these data blocks' records: ``len(key) key | len(value) value |`` each, lengths
+    in decimal. The reference for ``_native.blocks_hash_input``."""
+    return b"".join([b"%d%s|%d%s|" % (len(k), k, len(v), v) for k, v in block_list_records(blocks)])
 
 
 def _blocks_hash_input(blocks: list[bytes]) -> bytes:

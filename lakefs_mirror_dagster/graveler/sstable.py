@@ -277,10 +277,6 @@ class SSTable:
         for i, block in enumerate(self.iter_data_blocks()):
             yield from _block_records(block, i)
 
-    def records(self) -> list[tuple[bytes, bytes]]:
-        """:meth:`iter_records` as a list."""
-        return block_list_records(self.data_blocks())
-
 
 def block_list_records(blocks: list[bytes]) -> list[tuple[bytes, bytes]]:
     """(user key, raw value) of every record of these data blocks (:meth:`SSTable.data_blocks`), in order."""
@@ -314,23 +310,24 @@ def _block_records(block: bytes, index: int) -> list[tuple[bytes, bytes]]:
         if _native_block_records is not None:
             return _native_block_records(block)
         return list(_data_block_records(block))
-    except SSTableError as exc:
-        raise SSTableError(f"data block {index}: {exc}") from None
-    except (IndexError, VarintError, ValueError) as exc:  # the C walk says what is wrong with a ValueError
+    except (IndexError, VarintError) as exc:  # the Python walk ran off the block
         raise SSTableError(f"data block {index}: corrupt entry ({exc})") from None
+    except ValueError as exc:  # SSTableError from the Python walk, ValueError from the C one: what is wrong
+        raise SSTableError(f"data block {index}: {exc}") from None
 
 
 def _data_block_records(block: bytes) -> Iterator[tuple[bytes, bytes]]:
-    """Like :func:`iter_block_entries` for data blocks, with inline short varints and the trailer stripped.
+    """Like :func:`iter_block_entries` for data blocks, with inline short varints and the trailer stripped; its
+    messages leave naming the block to the caller (``_block_records``).
 
     The reference for ``_native.data_block_records`` (``_native.c``), which must agree with it on every block,
     valid or not (``tests/graveler/test_graveler_native.py``)."""
     n = len(block)
     if n < 8:
-        raise SSTableError(f"data block of {n} bytes is too short")
+        raise SSTableError(f"{n} bytes is too short")
     end = n - 4 - 4 * _U32.unpack_from(block, n - 4)[0]
     if end < 0:
-        raise SSTableError("data block restart count exceeds the block")
+        raise SSTableError("restart count exceeds the block")
     pos = 0
     ukey = b""
     # Where the previous key's 8-byte trailer is: its offset in the block, or the bytes (for a key rebuilt
@@ -359,7 +356,7 @@ def _data_block_records(block: bytes) -> Iterator[tuple[bytes, bytes]]:
         kend = pos + unshared
         vend = kend + vlen
         if vend > end:
-            raise SSTableError(f"data block: entry at offset {pos} overruns the block")
+            raise SSTableError(f"entry at offset {pos} overruns the block")
         if shared <= len(ukey) and unshared >= 8:
             ukey = ukey[:shared] + block[pos : kend - 8] if shared else block[pos : kend - 8]
             trailer_at = kend - 8
@@ -370,7 +367,7 @@ def _data_block_records(block: bytes) -> Iterator[tuple[bytes, bytes]]:
                 trailer_at = -1
             prev = ukey + trailer
             if shared > len(prev) or shared + unshared < 8:
-                raise SSTableError(f"data block: corrupt key at offset {pos}")
+                raise SSTableError(f"corrupt key at offset {pos}")
             ikey = prev[:shared] + block[pos:kend]
             ukey, kind, trailer = ikey[:-8], ikey[-8], ikey[-8:]
         if kind != KIND_SET:
