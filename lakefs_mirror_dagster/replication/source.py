@@ -248,7 +248,7 @@ class ApiObjectReader(Blockstore):
     def write_stream(self, uri: str, stream: ReadableStream, size: int | None = None) -> ObjectStat:
         raise StorageError("the lakeFS API source is read-only", uri=uri)
 
-    def write_bytes(self, uri: str, data: bytes) -> ObjectStat:
+    def write_bytes(self, uri: str, data: bytes, *, md5: str | None = None) -> ObjectStat:
         raise StorageError("the lakeFS API source is read-only", uri=uri)
 
     def delete(self, uri: str) -> None:

@@ -331,7 +331,7 @@ class AzureBlockstore(Blockstore):
             raise self._error(exc, "write", uri) from exc
         return ObjectStat(size=len(data), etag=etag)
 
-    def write_bytes(self, uri: str, data: bytes) -> ObjectStat:
+    def write_bytes(self, uri: str, data: bytes, *, md5: str | None = None) -> ObjectStat:
         if len(data) < self.multipart_threshold:
             return self._put(self._locate(uri), uri, data)
         return self.write_stream(uri, io.BytesIO(data), len(data))

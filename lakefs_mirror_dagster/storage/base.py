@@ -82,8 +82,11 @@ class Blockstore(ABC):
         """
 
     @abstractmethod
-    def write_bytes(self, uri: str, data: bytes) -> ObjectStat:
-        """Store ``data`` under ``uri`` atomically."""
+    def write_bytes(self, uri: str, data: bytes, *, md5: str | None = None) -> ObjectStat:
+        """Store ``data`` under ``uri`` atomically. ``md5`` is the hex MD5 of ``data`` as the caller computed it
+        from bytes it checked: a store that answers with the MD5 of what it stored (``answers_md5``) compares
+        the two, and when they differ (the bytes were damaged on their way in) deletes the object and raises
+        ChecksumMismatchError. Other stores do not use it."""
 
     @abstractmethod
     def delete(self, uri: str) -> None:

@@ -395,7 +395,7 @@ class GCSBlockstore(Blockstore):
             raise self._error(exc, "write", uri) from exc
         return ObjectStat(size=int(blob.size if blob.size is not None else source.tell()), etag=blob.etag)
 
-    def write_bytes(self, uri: str, data: bytes) -> ObjectStat:
+    def write_bytes(self, uri: str, data: bytes, *, md5: str | None = None) -> ObjectStat:
         if len(data) < self.multipart_threshold:
             self._split(uri)
             return self._put(uri, bytes(data))

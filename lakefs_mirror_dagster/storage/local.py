@@ -229,7 +229,7 @@ class LocalBlockstore(Blockstore):
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
 
-    def write_bytes(self, uri: str, data: bytes) -> ObjectStat:
+    def write_bytes(self, uri: str, data: bytes, *, md5: str | None = None) -> ObjectStat:
         view = memoryview(data)
         return self.write_stream(uri, _MemoryReader(view), len(view))
 

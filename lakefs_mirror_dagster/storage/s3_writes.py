@@ -138,19 +138,19 @@ class S3Writes(S3Connection):
             if not completed:
                 self._abort(bucket, key, upload_id)
 
-    def write_bytes(self, uri: str, data: bytes) -> ObjectStat:
+    def write_bytes(self, uri: str, data: bytes, *, md5: str | None = None) -> ObjectStat:
         if len(data) < self.multipart_threshold:
             bucket, key = self._split(uri)
             stat = self._put(bucket, key, uri, bytes(data))
-            if self._direct is not None and self._direct.unsigned_puts:  # an unsigned PUT: the store's MD5 checks it
-                sent = hashlib.md5(data, usedforsecurity=False).hexdigest()
-                if stat.etag is not None and stat.etag.lower() != sent:
-                    self.delete(uri)
-                    raise ChecksumMismatchError(
-                        f"write {uri}: the store stored bytes with MD5 {stat.etag}, the bytes sent have MD5 {sent}; "
-                        "deleted",
-                        uri=uri,
-                    )
+            if md5 is None and self._direct is not None and self._direct.unsigned_puts:
+                md5 = hashlib.md5(data, usedforsecurity=False).hexdigest()  # an unsigned PUT: the MD5 checks it
+            if md5 is not None and self.answers_md5(len(data)) and stat.etag is not None and stat.etag.lower() != md5:
+                self.delete(uri)
+                raise ChecksumMismatchError(
+                    f"write {uri}: the store stored bytes with MD5 {stat.etag}, the bytes given have MD5 {md5}; "
+                    "deleted",
+                    uri=uri,
+                )
             return stat
         return self.write_stream(uri, io.BytesIO(data), len(data))
 

@@ -65,8 +65,8 @@ class CorruptingStore(Blockstore):
             return self.inner.write_stream(uri, stream, size)
         return self.inner.write_stream(uri, io.BytesIO(self._flip(uri, stream.read())), size)
 
-    def write_bytes(self, uri: str, data: bytes) -> ObjectStat:
-        return self.inner.write_bytes(uri, self._flip(uri, data) if self.damage(uri) else data)
+    def write_bytes(self, uri: str, data: bytes, *, md5: str | None = None) -> ObjectStat:
+        return self.inner.write_bytes(uri, self._flip(uri, data) if self.damage(uri) else data, md5=md5)
 
     def delete(self, uri: str) -> None:
         self.inner.delete(uri)

@@ -56,6 +56,19 @@ def test_write_stat_read_delete(s3_store: S3Blockstore, bucket: str) -> None:
     s3_store.delete(uri)  # idempotent
 
 
+def test_bytes_stored_unlike_the_md5_the_caller_gave_are_deleted_and_refused(
+    s3_store: S3Blockstore, bucket: str
+) -> None:
+    """A range file's MD5 comes from the bytes that hashed to its ID; whatever reached the store instead (damaged
+    between the two) is not left under that name."""
+    uri = f"s3://{bucket}/ns/_lakefs/range"
+    good = s3_store.write_bytes(uri, b"verified bytes", md5=md5(b"verified bytes"))
+    assert good.etag == md5(b"verified bytes")
+    with pytest.raises(ChecksumMismatchError, match="the bytes given have MD5"):
+        s3_store.write_bytes(uri, b"damaged bytes!", md5=md5(b"verified bytes"))
+    assert s3_store.stat(uri) is None
+
+
 def test_list_prefix_paginates_and_uses_string_prefix(s3_store: S3Blockstore, bucket: str) -> None:
     keys = [f"ns/data/{i:05d}" for i in range(1050)]  # more than one 1000-key page
     with ThreadPoolExecutor(16) as pool:

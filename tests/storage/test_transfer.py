@@ -52,8 +52,8 @@ class Wrapped(Blockstore):
     def write_stream(self, uri: str, stream: ReadableStream, size: int | None = None) -> ObjectStat:
         return self.inner.write_stream(uri, stream, size)
 
-    def write_bytes(self, uri: str, data: bytes) -> ObjectStat:
-        return self.inner.write_bytes(uri, data)
+    def write_bytes(self, uri: str, data: bytes, *, md5: str | None = None) -> ObjectStat:
+        return self.inner.write_bytes(uri, data, md5=md5)
 
     def delete(self, uri: str) -> None:
         self.inner.delete(uri)
