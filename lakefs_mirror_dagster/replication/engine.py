@@ -46,7 +46,7 @@ from .plugs import (
     in_process_validator,
 )
 from .progress import ProgressReporter
-from .range_changes import RangeReads
+from .range_changes import PROCESS_VERIFIED_RANGES, RangeReads
 from .range_transfer import put_metadata_file, transfer_range
 from .results import BlockReason, MirrorSyncResult, RefAction, RefKind, RefResult, TransferStats
 from .source import RepositorySource
@@ -134,8 +134,9 @@ class MirrorEngine:
         self.dst_ns = destination_namespace
         self.validation_key = validation_key or destination_namespace
         self.settings = settings or EngineSettings()
-        #: Range files read in this pass, shared by the transfer and the validation of a metarange.
-        self.range_reads = RangeReads()
+        #: Range files read in this pass, shared by the transfer and the validation of a metarange; their blocks
+        #: stay in the process's memory of verified ranges, the bases of the next pass's rewrites.
+        self.range_reads = RangeReads(verified=PROCESS_VERIFIED_RANGES)
         self.validator = validator or in_process_validator(
             destination_store,
             destination_namespace,

@@ -5,15 +5,23 @@ validated earlier and still intact at the destination) holds the other 49,999 en
 ``range_changes`` hashes the new range file (it must hash to its ID), compares its raw records with the base's
 and decodes only the records that differ. The transfer copies those entries' objects, validation checks them.
 
-Both run in one pass, on the same files: a ``RangeReads`` keeps what the transfer read (each base's data blocks,
-each range's changes with the bytes they came from) so validation, finding the same bytes at the destination,
-neither hashes nor compares them again. It is bounded and the engine drops a metarange's files when done.
-Spark tasks pass none: each task computes its own.
+Both run in one pass, on the same files: a ``RangeReads`` keeps each range's changes with the bytes they came
+from so validation, finding the same bytes at the destination, neither hashes nor compares them again. Once the
+transfer stored them it also keeps their MD5: a store that answers with the MD5 of what it holds then shows the
+file is those bytes without a read. It is bounded and the engine drops a metarange's files when done. Spark
+tasks pass none: each task computes its own.
+
+Across passes, ``VerifiedRanges`` keeps the data blocks of range files that hashed to their IDs. A range file is
+named by the hash of its records, so what one pass verified is what any copy under that ID holds: the range a
+pass writes is the base the next pass's rewrite is compared with (the ``sync`` loop, a server), and it is
+neither read from the destination nor hashed again. The engine still only passes bases whose validated copies
+at the destination are intact, so what is remembered never decides what counts as validated.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -21,7 +29,7 @@ from ..graveler.ranges import EntryLocation, changed_entries, object_blocks
 from ..graveler.sstable import SSTableError
 from ..storage import StorageError
 
-__all__ = ["RangeChanges", "RangeReads", "range_changes"]
+__all__ = ["PROCESS_VERIFIED_RANGES", "RangeChanges", "RangeReads", "VerifiedRanges", "range_changes"]
 
 #: Bytes of a kept base's data block beyond its contents (the bytes object, the list slot).
 _BLOCK_OVERHEAD = 48
@@ -41,55 +49,109 @@ class RangeChanges:
         return len(self.entries) + self.unchanged
 
 
+class VerifiedRanges:
+    """Data blocks of range files that hashed to their IDs, by ID; the least recently used go first once more than
+    ``budget_bytes`` (estimated) would be held. Thread-safe."""
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget_bytes = budget_bytes
+        self._lock = threading.Lock()
+        self._blocks: OrderedDict[str, tuple[int, list[bytes]]] = OrderedDict()
+        self._used = 0
+
+    def get(self, range_id: str) -> list[bytes] | None:
+        with self._lock:
+            kept = self._blocks.get(range_id)
+            if kept is None:
+                return None
+            self._blocks.move_to_end(range_id)
+            return kept[1]
+
+    def keep(self, range_id: str, blocks: list[bytes]) -> None:
+        """Remember ``blocks``, which the caller checked hash to ``range_id``."""
+        cost = sum(map(len, blocks)) + _BLOCK_OVERHEAD * len(blocks)
+        if cost > self.budget_bytes:
+            return
+        with self._lock:
+            if range_id in self._blocks:
+                self._blocks.move_to_end(range_id)
+                return
+            while self._blocks and self._used + cost > self.budget_bytes:
+                self._used -= self._blocks.popitem(last=False)[1][0]
+            self._blocks[range_id] = (cost, blocks)
+            self._used += cost
+
+    @property
+    def used_bytes(self) -> int:
+        return self._used
+
+
+#: The process's own: a long-running ``sync`` loop or server compares each pass's rewrites with what the pass
+#: before it wrote. Sized for a few of lakeFS's largest ranges (a 50,000-entry range is about 17 MiB of blocks).
+PROCESS_VERIFIED_RANGES = VerifiedRanges(64 << 20)
+
+
+@dataclass
+class _Kept:
+    """A range's changes against its bases, the bytes they came from, and the MD5 of those bytes once a
+    transfer stored them at the destination."""
+
+    cost: int
+    data: bytes
+    changes: RangeChanges
+    stored_md5: str | None = None
+
+
 class RangeReads:
     """What one pass read of range files at one destination, kept for the rest of the pass (thread-safe).
 
     Holds at most ``budget_bytes`` (estimated): what does not fit is not kept, and computed again when asked
-    for (correct, only slower). ``forget`` drops a metarange's files once it is done.
+    for (correct, only slower). ``forget`` drops a metarange's files once it is done. Bases are looked up in
+    ``verified`` (by default a memory of this pass's own; the engine passes ``PROCESS_VERIFIED_RANGES``).
     """
 
-    def __init__(self, budget_bytes: int = 128 << 20) -> None:
+    def __init__(self, budget_bytes: int = 128 << 20, *, verified: VerifiedRanges | None = None) -> None:
         self.budget_bytes = budget_bytes
+        self.verified = verified if verified is not None else VerifiedRanges(budget_bytes)
         self._lock = threading.Lock()
-        self._bases: dict[str, tuple[int, list[bytes]]] = {}
-        self._changes: dict[tuple[str, tuple[str, ...]], tuple[int, bytes, RangeChanges]] = {}
+        self._changes: dict[tuple[str, tuple[str, ...]], _Kept] = {}
         self._used = 0
-
-    def base(self, range_id: str) -> list[bytes] | None:
-        """A base's verified data blocks, if kept."""
-        with self._lock:
-            kept = self._bases.get(range_id)
-        return None if kept is None else kept[1]
-
-    def keep_base(self, range_id: str, blocks: list[bytes]) -> None:
-        cost = sum(map(len, blocks)) + _BLOCK_OVERHEAD * len(blocks)
-        with self._lock:
-            if range_id not in self._bases and self._used + cost <= self.budget_bytes:
-                self._bases[range_id] = (cost, blocks)
-                self._used += cost
 
     def changes(self, range_id: str, bases: Sequence[str], data: bytes) -> RangeChanges | None:
         """The changes computed from exactly these bytes against these bases, if kept."""
         with self._lock:
             kept = self._changes.get((range_id, tuple(bases)))
-        return kept[2] if kept is not None and (kept[1] is data or kept[1] == data) else None
+        return kept.changes if kept is not None and (kept.data is data or kept.data == data) else None
+
+    def stored(self, range_id: str, bases: Sequence[str]) -> tuple[str, RangeChanges] | None:
+        """The MD5 of the bytes a transfer verified and stored for this range, and their changes, if kept: a
+        destination that answers with the MD5 of what it holds shows it holds those bytes, without a read."""
+        with self._lock:
+            kept = self._changes.get((range_id, tuple(bases)))
+        if kept is None or kept.stored_md5 is None:
+            return None
+        return kept.stored_md5, kept.changes
 
     def keep_changes(self, range_id: str, bases: Sequence[str], data: bytes, changes: RangeChanges) -> None:
         key = (range_id, tuple(bases))
         cost = len(data) + _ENTRY_COST * len(changes.entries)
         with self._lock:
             if key not in self._changes and self._used + cost <= self.budget_bytes:
-                self._changes[key] = (cost, data, changes)
+                self._changes[key] = _Kept(cost, data, changes)
                 self._used += cost
 
+    def note_stored(self, range_id: str, bases: Sequence[str], md5: str) -> None:
+        """The kept bytes of this range were stored at the destination, and their MD5 is ``md5``."""
+        with self._lock:
+            if (kept := self._changes.get((range_id, tuple(bases)))) is not None:
+                kept.stored_md5 = md5
+
     def forget(self, range_ids: Iterable[str]) -> None:
-        """Drop what is kept of these ranges, as new ranges and as bases."""
+        """Drop what is kept of these ranges' changes (``verified`` keeps their blocks as later passes' bases)."""
         ids = set(range_ids)
         with self._lock:
-            for rid in ids & self._bases.keys():
-                self._used -= self._bases.pop(rid)[0]
             for key in [k for k in self._changes if k[0] in ids]:
-                self._used -= self._changes.pop(key)[0]
+                self._used -= self._changes.pop(key).cost
 
     @property
     def used_bytes(self) -> int:
@@ -104,27 +166,30 @@ def range_changes(
     reads: RangeReads | None = None,
 ) -> RangeChanges:
     """The entries of range file ``data`` (checked to hash to ``range_id``) that are not byte-identical to an
-    entry of one of ``base_ranges`` (validated ranges, each read with ``read_base`` and checked to hash to its
-    ID), decoded; the others are only counted. A base that cannot be read or does not hash to its ID adds
-    nothing: its entries are then worked on like any other. Raises ``SSTableError`` (including a mismatched
-    ID) for ``data`` itself."""
+    entry of one of ``base_ranges`` (validated ranges, each remembered by ``reads.verified`` or read with
+    ``read_base`` and checked to hash to its ID), decoded; the others are only counted. A base that cannot be
+    read or does not hash to its ID adds nothing: its entries are then worked on like any other. Raises
+    ``SSTableError`` (including a mismatched ID) for ``data`` itself."""
     if reads is not None and (kept := reads.changes(range_id, base_ranges, data)) is not None:
         return kept
-    bases = [b for b in (_base_blocks(rid, read_base, reads) for rid in dict.fromkeys(base_ranges)) if b]
-    entries, unchanged = changed_entries(object_blocks(data, range_id), bases)
+    verified = reads.verified if reads is not None else None
+    bases = [b for b in (_base_blocks(rid, read_base, verified) for rid in dict.fromkeys(base_ranges)) if b]
+    blocks = object_blocks(data, range_id)
+    entries, unchanged = changed_entries(blocks, bases)
     changes = RangeChanges(entries, unchanged)
     if reads is not None:
+        reads.verified.keep(range_id, blocks)  # the base of the next rewrite of this range
         reads.keep_changes(range_id, base_ranges, data, changes)
     return changes
 
 
-def _base_blocks(range_id: str, read: Callable[[str], bytes], reads: RangeReads | None) -> list[bytes]:
-    if reads is not None and (kept := reads.base(range_id)) is not None:
+def _base_blocks(range_id: str, read: Callable[[str], bytes], verified: VerifiedRanges | None) -> list[bytes]:
+    if verified is not None and (kept := verified.get(range_id)) is not None:
         return kept
     try:
         blocks = object_blocks(read(range_id), range_id)
     except (SSTableError, StorageError):
         return []
-    if reads is not None:
-        reads.keep_base(range_id, blocks)
+    if verified is not None:
+        verified.keep(range_id, blocks)
     return blocks

@@ -14,6 +14,8 @@ then promises nothing: validation, which checks every object, is what lets a com
 
 from __future__ import annotations
 
+import hashlib
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -28,6 +30,9 @@ from .results import TransferStats
 from .validation import MAX_REPORTED, base_reader, metadata_uri
 
 __all__ = ["RangeSource", "RangeTransferSummary", "put_metadata_file", "transfer_range"]
+
+#: Range files this large have their MD5 worked out on a thread of its own (``_md5_of``).
+_HASH_ASIDE_BYTES = 1 << 20
 
 
 class RangeSource(Protocol):
@@ -82,17 +87,41 @@ class RangeTransferSummary:
         stats.metadata_files_present += self.range_present
 
 
-def put_metadata_file(store: Blockstore, namespace: str, file_id: str, data: bytes, *, keep_present: bool) -> bool:
+def put_metadata_file(
+    store: Blockstore, namespace: str, file_id: str, data: bytes, *, keep_present: bool, md5: str | None = None
+) -> bool:
     """Write a range or metarange file to ``<namespace>/_lakefs/<id>``; returns whether it was written. With
     ``keep_present`` (external mode) a file already there with these bytes is left alone: the store's
-    replication delivered it. A different or partial one is overwritten, as copy mode always does."""
+    replication delivered it. A different or partial one is overwritten, as copy mode always does. ``md5``
+    (of ``data``, which hashed to ``file_id``) lets the store refuse bytes damaged on their way in."""
     uri = metadata_uri(namespace, file_id)
     if keep_present:
         stat = store.stat(uri)
         if stat is not None and stat.size == len(data) and store.read_bytes(uri) == data:
             return False
-    store.write_bytes(uri, data)
+    store.write_bytes(uri, data, md5=md5)
     return True
+
+
+def _md5_of(data: bytes) -> Callable[[], str]:
+    """The hex MD5 of ``data``, worked out beside the caller for a large range file: hashlib lets go of the GIL,
+    so it overlaps the range's hash check and comparison (C loops holding it) on another core."""
+    if len(data) < _HASH_ASIDE_BYTES:
+        digest = hashlib.md5(data, usedforsecurity=False).hexdigest()
+        return lambda: digest
+    result: list[str] = []
+    worker = threading.Thread(
+        target=lambda: result.append(hashlib.md5(data, usedforsecurity=False).hexdigest()),
+        name="range-md5",
+        daemon=True,
+    )
+    worker.start()
+
+    def wait() -> str:
+        worker.join()
+        return result[0]
+
+    return wait
 
 
 def transfer_range(
@@ -119,6 +148,7 @@ def transfer_range(
     summary = RangeTransferSummary(range_id)
     try:
         data = source.read_metadata("range", range_id)
+        md5 = _md5_of(data)
         changes = range_changes(data, range_id, base_ranges, base_reader(destination, destination_namespace), reads)
         copies = plan_range_copies(
             changes,
@@ -141,8 +171,13 @@ def transfer_range(
             summary.failed = [f.describe() for f in result.failed[:MAX_REPORTED]]
             return summary
         failpoint("before_range_file")
-        written = put_metadata_file(destination, destination_namespace, range_id, data, keep_present=not copy_objects)
+        digest = md5()
+        written = put_metadata_file(
+            destination, destination_namespace, range_id, data, keep_present=not copy_objects, md5=digest
+        )
         summary.range_written, summary.range_present = written, not written
+        if reads is not None:
+            reads.note_stored(range_id, base_ranges, digest)
         failpoint("after_range_file")
     except (SSTableError, StorageError, LakeFSError) as exc:
         summary.error = f"range {range_id}: {type(exc).__name__}: {exc}"

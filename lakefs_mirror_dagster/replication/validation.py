@@ -2,7 +2,8 @@
 
 ``validate_range`` is a pure function of (store, namespace, range ID, its bases): the in-process validator and
 the Spark tasks (one range per task) both call it, so the two can never disagree. The in-process validator also
-passes the pass's ``RangeReads``, so a range whose transfer read the same bytes is not hashed and compared again.
+passes the pass's ``RangeReads``, so a range whose transfer read the same bytes is not hashed and compared again,
+and a range file the transfer stored is not even read back where the store's ETag is the MD5 of what it holds.
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ def validate_range(
     (``at_rest_check``), a matching one. Objects are looked up by listing their directories where many share
     one (``listed_stats``), else by HEAD. Entries byte-identical to an entry of ``base_ranges`` (validated
     ranges the new one replaces) are counted without a second look (``range_changes``; ``reads`` is the pass's
-    memo of what its transfer read). Never raises for a data problem: the result says what is wrong."""
+    memo of what its transfer read; a file it stored, whose ETag is the MD5 of the bytes it verified, is not
+    read again). Never raises for a data problem: the result says what is wrong."""
     result = RangeValidation(range_id=range_id, strict_full_addresses=strict_full_addresses)
     try:
         uri = metadata_uri(namespace, range_id)
@@ -100,8 +102,11 @@ def validate_range(
         if stat is None:
             raise ObjectNotFound(uri, uri=uri)
         result.fingerprint = stat.fingerprint
-        data = store.read_bytes(uri)
-        changes = range_changes(data, range_id, base_ranges, base_reader(store, namespace), reads)
+        stored = reads.stored(range_id, base_ranges) if reads is not None else None
+        if stored is not None and store.answers_md5(stat.size) and (stat.etag or "").lower() == stored[0]:
+            changes = stored[1]  # the store holds the bytes this pass's transfer verified and stored
+        else:
+            changes = range_changes(store.read_bytes(uri), range_id, base_ranges, base_reader(store, namespace), reads)
         result.objects = changes.objects
         to_check: list[tuple[str, EntryLocation]] = []
         for entry in changes.entries:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from lakefs_mirror_dagster.replication import RangeReads, transfer_range, validate_range
+from lakefs_mirror_dagster.replication.range_changes import VerifiedRanges
 from lakefs_mirror_dagster.replication.validation import metadata_uri
-from lakefs_mirror_dagster.storage import Blockstore, LocalBlockstore, TransferPool, join_namespace
+from lakefs_mirror_dagster.storage import Blockstore, LocalBlockstore, ObjectStat, TransferPool, join_namespace
 from tests.graveler.sstable_writer import encode_entry, write_lakefs_file
 
 SRC, DST = "local://src", "local://dst"
@@ -126,13 +129,79 @@ def test_a_base_that_does_not_hash_to_its_id_makes_every_entry_work(rewrite: Rew
     assert (summary.copied, summary.skipped, summary.unchanged) == (2, 199, 0), "the 199 looked at, found present"
 
 
-def test_what_a_pass_keeps_is_bounded_and_dropped_by_range(rewrite: Rewrite) -> None:
+def test_what_a_pass_keeps_is_bounded_and_its_changes_dropped_by_range(rewrite: Rewrite) -> None:
     nothing = RangeReads(budget_bytes=0)
     assert _transfer(rewrite, nothing).unchanged == 199  # same result, nothing kept
-    assert nothing.used_bytes == 0
+    assert nothing.used_bytes == 0 and nothing.verified.used_bytes == 0
 
     reads = RangeReads()
     _transfer(rewrite, reads)
-    assert reads.base(rewrite.base_id) is not None and reads.used_bytes > 0
+    assert reads.used_bytes > 0
     reads.forget([rewrite.new_id, rewrite.base_id])
-    assert reads.base(rewrite.base_id) is None and reads.used_bytes == 0
+    assert reads.used_bytes == 0
+    # the verified blocks stay: the range just written is the base of its next rewrite
+    assert reads.verified.get(rewrite.new_id) is not None and reads.verified.get(rewrite.base_id) is not None
+
+
+def test_the_next_pass_compares_with_what_an_earlier_pass_verified_without_reading_it(
+    rewrite: Rewrite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    verified = VerifiedRanges(64 << 20)
+    assert _transfer(rewrite, RangeReads(verified=verified)).unchanged == 199
+    rewrite.store.delete(metadata_uri(DST, rewrite.new_id))  # as if the destination lost the new range file
+
+    file_reads = _reads_of(rewrite.store, monkeypatch)
+    again = _transfer(rewrite, RangeReads(verified=verified))
+    assert again.error is None and again.range_written and (again.copied, again.unchanged) == (0, 199)
+    assert metadata_uri(DST, rewrite.base_id) not in file_reads, "the base was read again"
+
+
+def test_verified_ranges_forget_the_least_recently_used_first() -> None:
+    verified = VerifiedRanges(budget_bytes=3 * (1000 + 48))
+    for name in ("a", "b", "c"):
+        verified.keep(name, [bytes(1000)])
+    assert verified.get("a") is not None  # now the most recently used
+    verified.keep("d", [bytes(1000)])
+    assert verified.get("b") is None, "b was the least recently used"
+    assert all(verified.get(n) is not None for n in ("a", "c", "d"))
+    verified.keep("huge", [bytes(10_000)])  # larger than the whole budget: not kept, nothing dropped for it
+    assert verified.get("huge") is None and verified.get("a") is not None
+    assert verified.used_bytes <= verified.budget_bytes
+
+
+class _Md5AnsweringStore(LocalBlockstore):
+    """A local store whose stat answers, as S3's does for a single PUT, with the MD5 of what it holds."""
+
+    def answers_md5(self, size: int) -> bool:
+        return True
+
+    def stat(self, uri: str) -> ObjectStat | None:
+        stat = super().stat(uri)
+        if stat is None:
+            return None
+        return dataclasses.replace(stat, etag=hashlib.md5(super().read_bytes(uri)).hexdigest())
+
+
+@pytest.fixture
+def answering(rewrite: Rewrite, tmp_path: Path) -> Rewrite:
+    return dataclasses.replace(rewrite, store=_Md5AnsweringStore(root=tmp_path))
+
+
+def test_a_range_file_whose_etag_is_the_md5_of_what_the_transfer_stored_is_not_read_back(
+    answering: Rewrite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads = RangeReads()
+    assert _transfer(answering, reads).range_written
+    file_reads = _reads_of(answering.store, monkeypatch)
+    v = validate_range(answering.store, DST, answering.new_id, base_ranges=(answering.base_id,), reads=reads)
+    assert v.ok and v.objects == 201 and v.checked_by_size == 2
+    assert metadata_uri(DST, answering.new_id) not in file_reads
+
+
+def test_a_range_file_changed_after_the_transfer_stored_it_is_read_and_hashed_again(answering: Rewrite) -> None:
+    reads = RangeReads()
+    assert _transfer(answering, reads).range_written
+    other = write_lakefs_file([(b"k/x", bytes(32), encode_entry("data/x", 1, address_type=1))])
+    answering.store.write_bytes(metadata_uri(DST, answering.new_id), other.data)  # its MD5 is not the stored one
+    v = validate_range(answering.store, DST, answering.new_id, base_ranges=(answering.base_id,), reads=reads)
+    assert not v.ok and "not to the expected ID" in (v.error or "")
