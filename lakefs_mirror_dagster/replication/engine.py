@@ -18,7 +18,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -48,6 +48,7 @@ from .plugs import (
 from .progress import ProgressReporter
 from .range_changes import PROCESS_VERIFIED_RANGES, RangeReads
 from .range_transfer import put_metadata_file, transfer_range
+from .read_ahead import RangeReadAhead
 from .results import BlockReason, MirrorSyncResult, RefAction, RefKind, RefResult, TransferStats
 from .source import RepositorySource
 from .validation import MAX_REPORTED, describe_failure, metadata_uri, read_metarange
@@ -367,13 +368,22 @@ class MirrorEngine:
         except LakeFSNotFound:
             return None
 
-    def _intact(self, file_ids: Sequence[str], intact: set[str], stats: TransferStats) -> set[str]:
+    def _validated_before(self, file_ids: Sequence[str], intact: set[str]) -> Mapping[str, str]:
+        """The files among ``file_ids`` not yet found intact in this pass that were validated earlier, each with
+        the fingerprint it had then (``_intact`` looks at their copies)."""
+        todo = [f for f in dict.fromkeys(file_ids) if f not in intact]
+        return self.validated.validated_ranges(self.validation_key, todo) if todo else {}
+
+    def _intact(
+        self, file_ids: Sequence[str], intact: set[str], stats: TransferStats, cached: Mapping[str, str] | None = None
+    ) -> set[str]:
         """The files among ``file_ids`` validated earlier whose copies at the destination still have the
         fingerprint they had then. Validations of files changed or gone since are forgotten, so those files
         are copied and checked again: a damaged range never stays trusted. ``intact`` carries what this
-        pass already found, so files shared by many commits are looked at once."""
-        todo = [f for f in dict.fromkeys(file_ids) if f not in intact]
-        cached = self.validated.validated_ranges(self.validation_key, todo) if todo else {}
+        pass already found, so files shared by many commits are looked at once; ``cached`` is
+        ``_validated_before`` of the same files, when the caller already asked."""
+        if cached is None:
+            cached = self._validated_before(file_ids, intact)
         if cached:
             ids = list(cached)
             with ThreadPoolExecutor(max_workers=min(self.settings.concurrency, len(ids))) as pool:
@@ -426,11 +436,18 @@ class MirrorEngine:
         data = self.source.read_metadata("meta_range", metarange_id)
         refs = list(iter_range_refs(verify_range_file(data, metarange_id)))
         range_ids = [ref.range_id for ref in refs]
-        known = self._intact([metarange_id, *range_ids], intact, stats)
+        cached = self._validated_before([metarange_id, *range_ids], intact)
+        ahead = self._syncing.ahead = RangeReadAhead(self.source) if self.transferer == self.transfer_ranges else None
+        if ahead is not None:  # never validated here: read from the source while the others' copies are looked at
+            for range_id in (r for r in range_ids if r not in cached and r not in intact):
+                if not ahead.start(range_id):
+                    break
+        known = self._intact([metarange_id, *range_ids], intact, stats, cached)
         new_ranges = self._with_bases([r for r in refs if r.range_id not in known], bases, intact, stats)
         bases.extend(refs)
         stats.ranges_skipped += len(range_ids) - len(new_ranges)
         if metarange_id in known and not new_ranges:
+            self._syncing.ahead = None
             return []
         try:
             failed_before = stats.failed_object_count
@@ -459,6 +476,9 @@ class MirrorEngine:
                 self.progress.validation_done(len(new_ranges), ref=ref)
         finally:  # kept for this metarange's validation only, so what a pass holds stays bounded
             self.range_reads.forget([*new_ranges, *(b for bs in new_ranges.values() for b in bs)])
+            if ahead is not None:
+                ahead.discard()
+            self._syncing.ahead = None
 
     def _validate_metarange(
         self, metarange_id: str, range_ids: list[str], new_ranges: RangeBatch, stats: TransferStats, intact: set[str]
@@ -495,9 +515,13 @@ class MirrorEngine:
         external mode no objects: the range files only)."""
         stats.note_path("in_process" if self.copy_objects else "external")
         on_result = functools.partial(self._object_done, ref=getattr(self._syncing, "ref", None))
-        for range_id, base_ranges in batch.items():
+        ahead: RangeReadAhead = getattr(self._syncing, "ahead", None) or RangeReadAhead(self.source)
+        order = list(batch)
+        for i, (range_id, base_ranges) in enumerate(batch.items()):
+            if i + 1 < len(order):
+                ahead.start(order[i + 1])  # the next range's file comes while this one is worked on
             summary = transfer_range(
-                self.source,
+                ahead,
                 self.dst_store,
                 self.dst_ns,
                 range_id,
