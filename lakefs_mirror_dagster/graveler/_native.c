@@ -7,14 +7,19 @@
  * Each function accelerates Python code that stays the reference and the fallback where no C compiler was
  * found: `data_block_records` <-> sstable.py `_data_block_records`, `index_block_handles` <-> sstable.py
  * `_python_index_block_handles`, `blocks_hash_input` <-> range_id.py
- * `_python_blocks_hash_input`, `changed_records` <-> ranges.py `_python_changed_records`. Same results and the
- * same refusals; tests/graveler/test_graveler_native.py compares them on valid and corrupt blocks. A corrupt
- * block raises ValueError (the callers turn it into SSTableError).
+ * `_python_blocks_hash_input`, `changed_records` <-> ranges.py `_python_changed_records`, `read_blocks` <->
+ * sstable.py `SSTable.read_block` (its CRC-32C check is the `crc32c` package's, its snappy decompression
+ * cramjam's). Same results and the same refusals; tests/graveler/test_graveler_native.py compares them on valid
+ * and corrupt blocks. A corrupt block raises ValueError (the callers turn it into SSTableError).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <nmmintrin.h>
+#define HAVE_SSE42_CRC 1
+#endif
 
 #define TRAILER_SIZE 8
 #define KIND_SET 1
@@ -413,11 +418,241 @@ static PyObject *index_block_handles(PyObject *module, PyObject *block)
     return out;
 }
 
+/* ---------------------------------------------------------------- CRC-32C (Castagnoli), as pebble checks blocks */
+
+#define CRC32C_POLY 0x82F63B78u /* reflected */
+static uint32_t crc_table[256];
+
+static void crc_table_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (CRC32C_POLY & (0u - (c & 1u)));
+        crc_table[i] = c;
+    }
+}
+
+static uint32_t crc32c_table(uint32_t crc, const unsigned char *p, size_t n)
+{
+    while (n--)
+        crc = crc_table[(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return crc;
+}
+
+#ifdef HAVE_SSE42_CRC
+static int have_sse42;
+
+__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const unsigned char *p, size_t n)
+{
+    uint64_t c = crc;
+    for (; n >= 8; n -= 8, p += 8) {
+        uint64_t word;
+        memcpy(&word, p, 8);
+        c = _mm_crc32_u64(c, word);
+    }
+    uint32_t c32 = (uint32_t)c;
+    for (; n; n--)
+        c32 = _mm_crc32_u8(c32, *p++);
+    return c32;
+}
+#endif
+
+static uint32_t crc32c(const unsigned char *p, size_t n)
+{
+#ifdef HAVE_SSE42_CRC
+    if (have_sse42)
+        return crc32c_sse42(0xFFFFFFFFu, p, n) ^ 0xFFFFFFFFu;
+#endif
+    return crc32c_table(0xFFFFFFFFu, p, n) ^ 0xFFFFFFFFu;
+}
+
+static uint32_t masked_crc(uint32_t crc)
+{
+    return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
+}
+
+/* ---------------------------------------------------------------- snappy, raw format */
+
+/* Decompress `src` (a length preamble, then literal and copy elements) into a new bytes object; NULL with
+ * *why set for input that is not valid snappy (and no Python error), NULL with a Python error set otherwise. */
+static PyObject *snappy_decompress(const unsigned char *src, Py_ssize_t n, const char **why)
+{
+    Py_ssize_t pos = 0;
+    uint64_t total;
+    *why = NULL;
+    if (read_uvarint(src, n, &pos, &total) < 0 || total > 0xFFFFFFFFu) {
+        *why = "bad length preamble";
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (out == NULL)
+        return NULL;
+    unsigned char *dst = (unsigned char *)PyBytes_AS_STRING(out);
+    uint64_t d = 0;
+    while (pos < n) {
+        unsigned tag = src[pos++];
+        uint64_t len, offset;
+        if ((tag & 3) == 0) { /* literal */
+            len = tag >> 2;
+            if (len >= 60) {
+                Py_ssize_t extra = (Py_ssize_t)len - 59;
+                if (extra > n - pos)
+                    goto truncated;
+                len = 0;
+                for (Py_ssize_t i = 0; i < extra; i++)
+                    len |= (uint64_t)src[pos + i] << (8 * i);
+                pos += extra;
+            }
+            len += 1;
+            if (len > (uint64_t)(n - pos) || len > total - d)
+                goto too_long;
+            if (len <= 16 && pos + 16 <= n && d + 16 <= total)
+                memcpy(dst + d, src + pos, 16); /* a fixed size: one move; the bytes past len are written over */
+            else
+                memcpy(dst + d, src + pos, (size_t)len);
+            pos += (Py_ssize_t)len;
+            d += len;
+            continue;
+        }
+        if ((tag & 3) == 1) {
+            if (pos >= n)
+                goto truncated;
+            len = 4 + ((tag >> 2) & 7);
+            offset = ((uint64_t)(tag >> 5) << 8) | src[pos++];
+        } else if ((tag & 3) == 2) {
+            if (2 > n - pos)
+                goto truncated;
+            len = (tag >> 2) + 1;
+            offset = (uint64_t)src[pos] | (uint64_t)src[pos + 1] << 8;
+            pos += 2;
+        } else {
+            if (4 > n - pos)
+                goto truncated;
+            len = (tag >> 2) + 1;
+            offset = (uint64_t)src[pos] | (uint64_t)src[pos + 1] << 8 | (uint64_t)src[pos + 2] << 16 |
+                     (uint64_t)src[pos + 3] << 24;
+            pos += 4;
+        }
+        if (offset == 0 || offset > d) {
+            *why = "copy offset out of range";
+            goto fail;
+        }
+        if (len > total - d)
+            goto too_long;
+        unsigned char *to = dst + d;
+        const unsigned char *from = to - offset;
+        if (offset >= 8 && len + 16 <= total - d) {
+            /* whole words while the buffer has room past len: each word is read before it is written over,
+             * and the bytes past len are written over by what comes next */
+            uint64_t step = offset >= 16 ? 16 : 8;
+            for (uint64_t i = 0; i < len; i += step)
+                memcpy(to + i, from + i, step == 16 ? 16 : 8);
+        } else if (offset >= len) {
+            memcpy(to, from, (size_t)len);
+        } else {
+            for (uint64_t i = 0; i < len; i++) /* the copy repeats bytes it writes itself */
+                to[i] = from[i];
+        }
+        d += len;
+    }
+    if (d != total) {
+        *why = "fewer bytes than the length preamble says";
+        goto fail;
+    }
+    return out;
+truncated:
+    *why = "element truncated";
+    goto fail;
+too_long:
+    *why = "element runs past the end";
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+PyDoc_STRVAR(read_blocks_doc,
+             "read_blocks(data: bytes, handles: list[tuple[int, int]], data_end: int, verify_crc: bool) -> "
+             "list[bytes]\n\n"
+             "The data blocks at these (offset, length) handles of range file `data`: each bounds-checked "
+             "against `data_end` (where the data area ends), its masked CRC-32C checked when `verify_crc`, "
+             "and decompressed (none or snappy); refuses what SSTable.read_block refuses.");
+
+static PyObject *read_blocks(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *data, *handles;
+    Py_ssize_t data_end;
+    int verify;
+    if (!PyArg_ParseTuple(args, "SO!np", &data, &PyList_Type, &handles, &data_end, &verify))
+        return NULL;
+    const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(data);
+    if (data_end < 0 || data_end > PyBytes_GET_SIZE(data)) {
+        PyErr_SetString(PyExc_ValueError, "the data area ends outside the file");
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(handles);
+    PyObject *out = PyList_New(count);
+    for (Py_ssize_t i = 0; out != NULL && i < count; i++) {
+        PyObject *handle = PyList_GET_ITEM(handles, i);
+        unsigned long long offset, length;
+        if (!PyTuple_Check(handle) || !PyArg_ParseTuple(handle, "KK", &offset, &length)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "a block handle is an (offset, length) tuple");
+            Py_CLEAR(out);
+            break;
+        }
+        if (offset > (unsigned long long)data_end || length > (unsigned long long)data_end - offset ||
+            (unsigned long long)data_end - offset - length < 5) {
+            PyErr_Format(PyExc_ValueError,
+                         "data block %zd at offset %llu (+%llu bytes and trailer) extends past the data area, "
+                         "which ends at %zd: file truncated or corrupt",
+                         i, offset, length, data_end);
+            Py_CLEAR(out);
+            break;
+        }
+        const unsigned char *block = buf + offset, *trailer = block + length;
+        if (verify) {
+            uint32_t stored = (uint32_t)trailer[1] | (uint32_t)trailer[2] << 8 | (uint32_t)trailer[3] << 16 |
+                              (uint32_t)trailer[4] << 24;
+            uint32_t computed = masked_crc(crc32c(block, (size_t)length + 1));
+            if (stored != computed) {
+                PyErr_Format(PyExc_ValueError,
+                             "checksum mismatch in data block %zd at offset %llu (length %llu): stored 0x%08x, "
+                             "computed 0x%08x; the file is corrupt",
+                             i, offset, length, stored, computed);
+                Py_CLEAR(out);
+                break;
+            }
+        }
+        PyObject *contents = NULL;
+        if (trailer[0] == 0) {
+            contents = PyBytes_FromStringAndSize((const char *)block, (Py_ssize_t)length);
+        } else if (trailer[0] == 1) {
+            const char *why;
+            contents = snappy_decompress(block, (Py_ssize_t)length, &why);
+            if (contents == NULL && why != NULL)
+                PyErr_Format(PyExc_ValueError, "data block %zd at offset %llu: snappy decompression failed: %s", i,
+                             offset, why);
+        } else {
+            PyErr_Format(PyExc_ValueError, "data block %zd at offset %llu: unsupported compression type %d", i,
+                         offset, (int)trailer[0]);
+        }
+        if (contents == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, contents);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"index_block_handles", index_block_handles, METH_O, index_block_handles_doc},
     {"data_block_records", data_block_records, METH_O, data_block_records_doc},
     {"blocks_hash_input", blocks_hash_input, METH_O, blocks_hash_input_doc},
     {"changed_records", changed_records, METH_VARARGS, changed_records_doc},
+    {"read_blocks", read_blocks, METH_VARARGS, read_blocks_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -429,5 +664,10 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__native(void)
 {
+    crc_table_init();
+#ifdef HAVE_SSE42_CRC
+    __builtin_cpu_init();
+    have_sse42 = __builtin_cpu_supports("sse4.2");
+#endif
     return PyModule_Create(&module_def);
 }

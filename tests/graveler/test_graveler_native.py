@@ -13,7 +13,7 @@ import random
 import pytest
 
 from lakefs_mirror_dagster.graveler import SSTable, SSTableError, range_id, ranges, sstable
-from tests.graveler.sstable_writer import _BlockBuilder, fake_entry_records, write_lakefs_file
+from tests.graveler.sstable_writer import WriterOptions, _BlockBuilder, fake_entry_records, write_lakefs_file
 
 try:
     from lakefs_mirror_dagster.graveler import _native as native
@@ -48,6 +48,7 @@ def test_the_package_was_built_with_its_c_loops() -> None:
     assert sstable._native_block_records is native.data_block_records
     assert range_id._native_blocks_hash_input is native.blocks_hash_input
     assert ranges._native_changed_records is native.changed_records
+    assert sstable._native_read_blocks is native.read_blocks
 
 
 @needs_native
@@ -188,3 +189,79 @@ def test_index_blocks_give_the_handles_the_python_walk_gives() -> None:
             assert c_outcome[1] == py_outcome[1]
         outcomes.add(c_outcome[0])
     assert outcomes == {"records", "refused"}
+
+
+def _python_blocks(data: bytes) -> list[bytes]:
+    return list(SSTable.from_bytes(data).iter_data_blocks())
+
+
+def _c_blocks(data: bytes) -> list[bytes]:
+    return SSTable.from_bytes(data).data_blocks()
+
+
+@needs_native
+@pytest.mark.parametrize("compress", [True, False], ids=["snappy", "uncompressed"])
+def test_data_blocks_read_the_same_through_both_readers(compress: bool) -> None:
+    data = write_lakefs_file(fake_entry_records(4_000), options=WriterOptions(compress=compress)).data
+    blocks = _c_blocks(data)
+    assert len(blocks) > 20 and blocks == _python_blocks(data)
+    unchecked = SSTable.from_bytes(data, verify_checksums=False)
+    assert unchecked.data_blocks() == blocks
+
+
+@needs_native
+def test_snappy_is_decompressed_as_cramjam_does_on_any_bytes() -> None:
+    import cramjam
+
+    rnd = random.Random(2024)
+    for size in (0, 1, 15, 16, 17, 60, 61, 255, 256, 4096, 70_000):
+        raw = bytes(rnd.choice(b"ab\x00/0123456789") for _ in range(size))  # repetitive: long, overlapping copies
+        for payload in (raw, rnd.randbytes(size), raw * 3):
+            packed = bytes(cramjam.snappy.compress_raw(payload))
+            assert _read_one(packed, 1) == payload
+
+
+def _read_one(body: bytes, block_type: int, *, verify: bool = False) -> bytes:
+    """``body`` as the only block of a file: the trailer, then padding standing in for the index and footer."""
+    data = body + bytes([block_type]) + bytes(4) + bytes(64)
+    [block] = native.read_blocks(data, [(0, len(body))], len(body) + 5, verify)
+    return block
+
+
+@needs_native
+def test_damaged_blocks_are_refused_by_both_readers_alike() -> None:
+    good = write_lakefs_file(fake_entry_records(300)).data
+    sst = SSTable.from_bytes(good)
+    handles = sst.data_block_handles()
+    rnd = random.Random(77)
+    outcomes = {"records": 0, "refused": 0}
+    for i in range(3_000):
+        damaged = bytearray(good)
+        offset, length = handles[rnd.randrange(len(handles))]
+        for _ in range(rnd.randrange(1, 3)):
+            damaged[offset + rnd.randrange(length + 5)] = rnd.randrange(256)
+        for verify in (True, False):  # unchecked: the decompressor itself meets the damage
+            c = _outcome(lambda d: SSTable.from_bytes(d, verify_checksums=verify).data_blocks(), bytes(damaged))
+            py = _outcome(
+                lambda d: list(SSTable.from_bytes(d, verify_checksums=verify).iter_data_blocks()), bytes(damaged)
+            )
+            assert c[0] == py[0], (i, verify, c, py)
+            if c[0] == "records":
+                assert c[1] == py[1]
+            outcomes[c[0]] += 1
+    assert outcomes["records"] > 100 and outcomes["refused"] > 100
+
+
+@needs_native
+def test_a_block_past_the_data_area_or_of_an_unknown_compression_is_refused() -> None:
+    data = write_lakefs_file(fake_entry_records(50)).data
+    sst = SSTable.from_bytes(data)
+    [(offset, length), *_] = sst.data_block_handles()
+    with pytest.raises(ValueError, match="extends past the data area"):
+        native.read_blocks(data, [(offset, sst._footer_start)], sst._footer_start, True)
+    with pytest.raises(ValueError, match="checksum mismatch in data block 0"):
+        native.read_blocks(data[:offset] + b"\xff" + data[offset + 1 :], [(offset, length)], sst._footer_start, True)
+    with pytest.raises(ValueError, match="unsupported compression type 7"):
+        _read_one(b"abc", 7)
+    with pytest.raises(ValueError, match="snappy decompression failed"):
+        _read_one(b"\x05\x00a", 1)  # says 5 bytes, holds 1
