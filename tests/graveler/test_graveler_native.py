@@ -241,10 +241,9 @@ def test_damaged_blocks_are_refused_by_both_readers_alike() -> None:
         for _ in range(rnd.randrange(1, 3)):
             damaged[offset + rnd.randrange(length + 5)] = rnd.randrange(256)
         for verify in (True, False):  # unchecked: the decompressor itself meets the damage
-            c = _outcome(lambda d: SSTable.from_bytes(d, verify_checksums=verify).data_blocks(), bytes(damaged))
-            py = _outcome(
-                lambda d: list(SSTable.from_bytes(d, verify_checksums=verify).iter_data_blocks()), bytes(damaged)
-            )
+            table = SSTable.from_bytes(bytes(damaged), verify_checksums=verify)
+            c = _outcome(SSTable.data_blocks, table)
+            py = _outcome(lambda t: list(t.iter_data_blocks()), table)
             assert c[0] == py[0], (i, verify, c, py)
             if c[0] == "records":
                 assert c[1] == py[1]
