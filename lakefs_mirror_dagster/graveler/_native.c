@@ -9,7 +9,7 @@
  * `_python_index_block_handles`, `blocks_hash_input` <-> range_id.py
  * `_python_blocks_hash_input`, `changed_records` <-> ranges.py `_python_changed_records`, `read_blocks` <->
  * sstable.py `SSTable.read_block` (its CRC-32C check is the `crc32c` package's, its snappy decompression
- * cramjam's). Same results and the same refusals; tests/graveler/test_graveler_native.py compares them on valid
+ * cramjam's), `common_prefix` <-> range_id.py `_python_common_prefix`. Same results and the same refusals; tests/graveler/test_graveler_native.py compares them on valid
  * and corrupt blocks. A corrupt block raises ValueError (the callers turn it into SSTableError).
  */
 #define PY_SSIZE_T_CLEAN
@@ -572,19 +572,38 @@ fail:
 }
 
 PyDoc_STRVAR(read_blocks_doc,
-             "read_blocks(data: bytes, handles: list[tuple[int, int]], data_end: int, verify_crc: bool) -> "
-             "list[bytes]\n\n"
+             "read_blocks(data: bytes, handles: list[tuple[int, int]], data_end: int, verify_crc: bool, "
+             "first: int = 0) -> list[bytes]\n\n"
              "The data blocks at these (offset, length) handles of range file `data`: each bounds-checked "
              "against `data_end` (where the data area ends), its masked CRC-32C checked when `verify_crc`, "
-             "and decompressed (none or snappy); refuses what SSTable.read_block refuses.");
+             "and decompressed (none or snappy); refuses what SSTable.read_block refuses. Messages number the "
+             "blocks from `first`.");
+
+PyDoc_STRVAR(common_prefix_doc, "common_prefix(a: bytes, b: bytes) -> int\n\n"
+                                "How many leading bytes `a` and `b` share.");
+
+static PyObject *common_prefix(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *a, *b;
+    if (!PyArg_ParseTuple(args, "SS", &a, &b))
+        return NULL;
+    const unsigned char *x = (const unsigned char *)PyBytes_AS_STRING(a), *y = (const unsigned char *)PyBytes_AS_STRING(b);
+    Py_ssize_t n = PyBytes_GET_SIZE(a) < PyBytes_GET_SIZE(b) ? PyBytes_GET_SIZE(a) : PyBytes_GET_SIZE(b), i = 0;
+    while (i + 4096 <= n && memcmp(x + i, y + i, 4096) == 0)
+        i += 4096;
+    while (i < n && x[i] == y[i])
+        i++;
+    return PyLong_FromSsize_t(i);
+}
 
 static PyObject *read_blocks(PyObject *module, PyObject *args)
 {
     (void)module;
     PyObject *data, *handles;
-    Py_ssize_t data_end;
+    Py_ssize_t data_end, first = 0;
     int verify;
-    if (!PyArg_ParseTuple(args, "SO!np", &data, &PyList_Type, &handles, &data_end, &verify))
+    if (!PyArg_ParseTuple(args, "SO!np|n", &data, &PyList_Type, &handles, &data_end, &verify, &first))
         return NULL;
     const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(data);
     if (data_end < 0 || data_end > PyBytes_GET_SIZE(data)) {
@@ -607,7 +626,7 @@ static PyObject *read_blocks(PyObject *module, PyObject *args)
             PyErr_Format(PyExc_ValueError,
                          "data block %zd at offset %llu (+%llu bytes and trailer) extends past the data area, "
                          "which ends at %zd: file truncated or corrupt",
-                         i, offset, length, data_end);
+                         first + i, offset, length, data_end);
             Py_CLEAR(out);
             break;
         }
@@ -620,7 +639,7 @@ static PyObject *read_blocks(PyObject *module, PyObject *args)
                 PyErr_Format(PyExc_ValueError,
                              "checksum mismatch in data block %zd at offset %llu (length %llu): stored 0x%08x, "
                              "computed 0x%08x; the file is corrupt",
-                             i, offset, length, stored, computed);
+                             first + i, offset, length, stored, computed);
                 Py_CLEAR(out);
                 break;
             }
@@ -632,11 +651,11 @@ static PyObject *read_blocks(PyObject *module, PyObject *args)
             const char *why;
             contents = snappy_decompress(block, (Py_ssize_t)length, &why);
             if (contents == NULL && why != NULL)
-                PyErr_Format(PyExc_ValueError, "data block %zd at offset %llu: snappy decompression failed: %s", i,
-                             offset, why);
+                PyErr_Format(PyExc_ValueError, "data block %zd at offset %llu: snappy decompression failed: %s",
+                             first + i, offset, why);
         } else {
-            PyErr_Format(PyExc_ValueError, "data block %zd at offset %llu: unsupported compression type %d", i,
-                         offset, (int)trailer[0]);
+            PyErr_Format(PyExc_ValueError, "data block %zd at offset %llu: unsupported compression type %d",
+                         first + i, offset, (int)trailer[0]);
         }
         if (contents == NULL) {
             Py_CLEAR(out);
@@ -653,6 +672,7 @@ static PyMethodDef methods[] = {
     {"blocks_hash_input", blocks_hash_input, METH_O, blocks_hash_input_doc},
     {"changed_records", changed_records, METH_VARARGS, changed_records_doc},
     {"read_blocks", read_blocks, METH_VARARGS, read_blocks_doc},
+    {"common_prefix", common_prefix, METH_VARARGS, common_prefix_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 from .addresses import address_is_full
-from .range_id import verified_blocks
+from .range_id import VerifiedRange, verify_range
 from .records import (
     BranchData,
     CommitData,
@@ -49,6 +49,7 @@ __all__ = [
     "iter_range_refs",
     "iter_tags",
     "object_blocks",
+    "object_range",
 ]
 
 FILE_TYPE_RANGES = "ranges"
@@ -140,9 +141,15 @@ def iter_entry_locations(sst: SSTable) -> Iterator[EntryLocation]:
 
 def object_blocks(data: bytes, range_id: str) -> list[bytes]:
     """The decompressed data blocks of an object range file, once it hashes to ``range_id``."""
-    sst, blocks = verified_blocks(data, range_id)
-    _require_entity(sst, None)
-    return blocks
+    return object_range(data, range_id).blocks
+
+
+def object_range(data: bytes, range_id: str, *, like: VerifiedRange | None = None) -> VerifiedRange:
+    """An object range file, once it hashes to ``range_id`` (checked as a rewrite of ``like``, see
+    :func:`verify_range`)."""
+    verified = verify_range(data, range_id, like=like)
+    _require_entity(verified.sst, None)
+    return verified
 
 
 def changed_entries(blocks: list[bytes], bases: Sequence[list[bytes]]) -> tuple[list[EntryLocation], int]:
