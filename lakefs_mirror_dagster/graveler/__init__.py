@@ -9,7 +9,15 @@ found); the Python ones are their reference and fallback. No I/O: every function
 from .addresses import KNOWN_SCHEMES, AddressType, address_is_full
 from .errors import GravelerError, ProtoError, RangeIdMismatchError, RecordError, SSTableError, VarintError
 from .ident import IdentityWriter, commit_id, entry_identity, entry_identity_legacy, parents_identity
-from .range_id import compute_range_id, range_id_of_bytes, verified_blocks, verified_records, verify_range_file
+from .range_id import (
+    VerifiedRange,
+    compute_range_id,
+    range_id_of_bytes,
+    verified_blocks,
+    verified_records,
+    verify_range,
+    verify_range_file,
+)
 from .ranges import (
     FILE_TYPE_METARANGES,
     FILE_TYPE_RANGES,
@@ -24,6 +32,7 @@ from .ranges import (
     iter_range_refs,
     iter_tags,
     object_blocks,
+    object_range,
 )
 from .records import (
     BranchData,
@@ -62,6 +71,7 @@ __all__ = [
     "SSTableError",
     "TagData",
     "VarintError",
+    "VerifiedRange",
     "address_is_full",
     "changed_entries",
     "commit_id",
@@ -89,10 +99,12 @@ __all__ = [
     "iter_range_refs",
     "iter_tags",
     "object_blocks",
+    "object_range",
     "parents_identity",
     "range_id_of_bytes",
     "split_value",
     "verified_blocks",
     "verified_records",
+    "verify_range",
     "verify_range_file",
 ]
