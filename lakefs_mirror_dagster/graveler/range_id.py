@@ -42,7 +42,7 @@ except ImportError:  # pragma: no cover
     _native_common_prefix = None  # type: ignore[assignment]
 
 #: Data blocks hashed per ``update`` (about 4 KiB each): the hash input stays in the CPU cache (an 8 MB range
-#: hashes in 13.8 ms in batches of 32 blocks, in 17.7 ms in batches of 256)...
+#: hashes in 13.8 ms in batches of 32 blocks, in 17.7 ms in batches of 256).
 _BATCH = 32
 
 

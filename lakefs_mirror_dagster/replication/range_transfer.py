@@ -15,14 +15,15 @@ then promises nothing: validation, which checks every object, is what lets a com
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..graveler.sstable import SSTableError
 from ..lakefs import LakeFSError
 from ..storage import Blockstore, CopyResult, StorageError, TransferPool
+from .aside import aside
 from .copy_plan import plan_range_copies
 from .failpoints import failpoint
 from .range_changes import RangeReads, range_changes
@@ -103,25 +104,14 @@ def put_metadata_file(
     return True
 
 
-def _md5_of(data: bytes) -> Callable[[], str]:
-    """The hex MD5 of ``data``, worked out beside the caller for a large range file: hashlib lets go of the GIL,
+def _md5_of(data: bytes) -> Future[str]:
+    """The hex MD5 of ``data``; of a large range file, worked out beside the caller: hashlib lets go of the GIL,
     so it overlaps the range's hash check and comparison (C loops holding it) on another core."""
     if len(data) < _HASH_ASIDE_BYTES:
-        digest = hashlib.md5(data, usedforsecurity=False).hexdigest()
-        return lambda: digest
-    result: list[str] = []
-    worker = threading.Thread(
-        target=lambda: result.append(hashlib.md5(data, usedforsecurity=False).hexdigest()),
-        name="range-md5",
-        daemon=True,
-    )
-    worker.start()
-
-    def wait() -> str:
-        worker.join()
-        return result[0]
-
-    return wait
+        done: Future[str] = Future()
+        done.set_result(hashlib.md5(data, usedforsecurity=False).hexdigest())
+        return done
+    return aside(lambda: hashlib.md5(data, usedforsecurity=False).hexdigest(), name="range-md5")
 
 
 def transfer_range(
@@ -148,7 +138,9 @@ def transfer_range(
     summary = RangeTransferSummary(range_id)
     try:
         data = source.read_metadata("range", range_id)
-        md5 = _md5_of(data)
+        # only a store that answers with the MD5 of what it stored can use it (to refuse damaged bytes, and to
+        # spare validation the read-back)
+        md5 = _md5_of(data) if destination.answers_md5(len(data)) else None
         changes = range_changes(data, range_id, base_ranges, base_reader(destination, destination_namespace), reads)
         copies = plan_range_copies(
             changes,
@@ -171,12 +163,12 @@ def transfer_range(
             summary.failed = [f.describe() for f in result.failed[:MAX_REPORTED]]
             return summary
         failpoint("before_range_file")
-        digest = md5()
+        digest = None if md5 is None else md5.result()
         written = put_metadata_file(
             destination, destination_namespace, range_id, data, keep_present=not copy_objects, md5=digest
         )
         summary.range_written, summary.range_present = written, not written
-        if reads is not None:
+        if reads is not None and digest is not None:
             reads.note_stored(range_id, base_ranges, digest)
         failpoint("after_range_file")
     except (SSTableError, StorageError, LakeFSError) as exc:

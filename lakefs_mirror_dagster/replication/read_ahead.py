@@ -14,6 +14,7 @@ import threading
 from concurrent.futures import Future
 
 from ..storage import Blockstore
+from .aside import aside
 from .range_transfer import RangeSource
 
 __all__ = ["RangeReadAhead"]
@@ -33,16 +34,10 @@ class RangeReadAhead:
         with self._lock:
             if range_id in self._pending or len(self._pending) >= self.limit:
                 return False
-            future: Future[bytes] = Future()
-            self._pending[range_id] = future
-        threading.Thread(target=self._read, args=(range_id, future), name="range-read-ahead", daemon=True).start()
+            self._pending[range_id] = aside(
+                lambda: self.source.read_metadata("range", range_id), name="range-read-ahead"
+            )
         return True
-
-    def _read(self, range_id: str, future: Future[bytes]) -> None:
-        try:
-            future.set_result(self.source.read_metadata("range", range_id))
-        except BaseException as exc:  # handed to whoever asks for the file, as a read made then would raise it
-            future.set_exception(exc)
 
     def read_metadata(self, kind: str, file_id: str) -> bytes:
         """The bytes a read ahead got (or its error, raised as the read would have raised it), else a read now."""
