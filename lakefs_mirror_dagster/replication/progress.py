@@ -142,6 +142,8 @@ class ProgressReporter:
         self._listeners: list[list[Any]] = []  # [listener, every_s, last time told]
         self._watchers: list[Callable[[], None]] = []
         self._heartbeat: threading.Thread | None = None
+        #: Set to cut the heartbeat's pause short: a listener that wants snapshots more often has come.
+        self._cadence_changed = threading.Event()
         self._lock = threading.Lock()
 
     def listen(self, listener: ProgressListener, *, every_s: float = 10.0) -> None:
@@ -151,9 +153,14 @@ class ProgressReporter:
         self._listeners.append([listener, every_s, float("-inf")])
         if self._heartbeat is None:
             self._heartbeat = threading.Thread(
-                target=_heartbeat, args=(weakref.ref(self),), name="progress-heartbeat", daemon=True
+                target=_heartbeat,
+                args=(weakref.ref(self), self._cadence_changed),
+                name="progress-heartbeat",
+                daemon=True,
             )
             self._heartbeat.start()
+        else:  # the heartbeat may be in a pause set for the listeners before this one
+            self._cadence_changed.set()
 
     def watch_refs(self, watcher: Callable[[], None]) -> None:
         """Call ``watcher`` (no arguments, it must not block) whenever a ref starts or finishes."""
@@ -263,10 +270,11 @@ class ProgressReporter:
 _MIN_BEAT_S = 0.5
 
 
-def _heartbeat(reporter_ref: weakref.ref[ProgressReporter]) -> None:
+def _heartbeat(reporter_ref: weakref.ref[ProgressReporter], cadence_changed: threading.Event) -> None:
     """Beat while the reporter exists; it holds no reference to it in between, so an engine that is done with
-    its reporter lets it (and this thread) go."""
+    its reporter lets it (and this thread) go. A pause ends early when a listener comes (``cadence_changed``)."""
     while (reporter := reporter_ref()) is not None:
         pause = reporter._beat()
         del reporter
-        time.sleep(pause)
+        if cadence_changed.wait(pause):
+            cadence_changed.clear()

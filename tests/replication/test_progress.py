@@ -81,3 +81,23 @@ def test_a_ref_is_told_at_once_and_a_silent_stage_still_beats() -> None:
     settled = len(heard)
     time.sleep(1.2)
     assert len(heard) == settled, "nothing in flight: no beat"
+
+
+def test_a_listener_that_comes_later_hears_at_its_own_cadence_from_the_start() -> None:
+    """The engine's in-flight records listen every 5 s before the CLI's display or a benchmark listens every
+    0.1 s: the heartbeat must not sleep out the first listener's pause while a silent stage runs."""
+    progress = ProgressReporter("m")
+    progress.listen(lambda _p: None, every_s=5.0)
+    progress.ref_started("branch main")  # the heartbeat is now in a 5 s pause
+    time.sleep(0.2)
+    heard: list[Progress] = []
+    progress.listen(heard.append, every_s=0.1)
+    progress.validation_started(1)
+    told = len(heard)
+    deadline = time.monotonic() + 1.5
+    while len(heard) < told + 2 and time.monotonic() < deadline:  # no event: only the heartbeat can tell
+        time.sleep(0.05)
+    beats = len(heard) - told
+    progress.validation_done(1)
+    progress.ref_finished("branch main")
+    assert beats >= 2, "the heartbeat slept out the first listener's 5 s"
