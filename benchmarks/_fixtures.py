@@ -566,14 +566,17 @@ STAGES = ("plan", "range reads", "transfer", "validation", "promotion")
 
 
 class StageClock:
-    """Where a sync pass's time went, read from the engine's progress snapshots (``ProgressReporter``: one at
-    each ref start and end, and at most every ``EVERY_S`` while anything moves, so marks are good to about
-    0.5 s at worst): ``plan`` (ref started -> its new ranges planned: log, metarange, cached-range checks),
-    ``range reads`` (-> the first object done: the first ranges read and diffed), ``transfer`` (-> validation
-    starts; later range reads overlap it), ``validation`` (-> validation ends), ``promotion`` (-> ref done:
-    commit records, ref move). Stages with no mark (nothing to copy) count 0. Meant for one-ref passes."""
+    """Where a sync pass's time went, read from the engine's progress snapshots (``ProgressReporter``: with
+    ``EVERY_S`` 0, one at each event the engine reports, and a heartbeat every 0.5 s in between): ``plan``
+    (ref started -> its new ranges planned: log, metarange, cached-range checks), ``range reads`` (-> the first
+    object done: the first ranges read and diffed), ``transfer`` (-> validation starts; later range reads
+    overlap it), ``validation`` (-> validation ends), ``promotion`` (-> ref done: commit records, ref move).
+    Stages with no mark (nothing to copy) count 0. Meant for one-ref passes."""
 
-    EVERY_S = 0.1
+    #: Every event: a stage that starts and ends between two snapshots (a validation shorter than the beat)
+    #: would leave no mark. It costs the syncing process a snapshot per object: 4 µs, 43 ms of CPU per 10,000
+    #: objects against 7 s for their backfill.
+    EVERY_S = 0.0
 
     def __init__(self) -> None:
         self._marks: dict[str, float] = {}
