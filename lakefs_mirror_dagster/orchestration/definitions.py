@@ -1,50 +1,53 @@
-"""The Dagster code location (``workspace.yaml`` and ``[tool.dg]`` point here).
+"""The mirror definitions as plain ``Definitions``: the factory users call, and the package's own code location.
 
-Importing this module does no I/O at all. Loading the definitions (``defs()``, which Dagster calls when
-the code server starts or reloads) reads the replication config file and lists this region's active
-mirrors from the mirrors database, tolerating failure of either: it then builds the manager sensor only,
-and that sensor reports the problem at its first tick. Each active mirror gets its ``branch_heads``
-and ``tags`` assets and its commit sensor.
+``lakefs_mirror_definitions`` is what a Dagster project adds (``Definitions.merge`` with its own): every active
+mirror of the region gets its source, branch-heads and tags assets, checks, jobs and sensors, plus the region's
+jobs (scrub, GC deletions, refs migration) and the mirrors-manager sensor. It forces no executor on the location,
+and the resources are bound under keys the caller chooses (or left for the caller to bind).
 
-When a mirror is created or deleted at run time, the manager sensor notices that the active set differs
-from the one these definitions were built for and asks Dagster to reload the code location
-(``sensors/reload.py``). The mirror list is also stored as reconstruction metadata, so a run worker
-rebuilds exactly the definitions its run was planned against, without reading the database.
+``defs`` (``workspace.yaml``, ``[tool.dg]``, the demo) is that factory with the defaults. Importing this module does
+no I/O; building the definitions reads the replication config and lists the region's active mirrors from the
+mirrors database, tolerating failure of either: it then builds the manager sensor only, which reports the problem
+at its first tick. When a mirror is created or deleted at run time, the manager sensor notices that the active set
+differs from the one the definitions were built for and asks for a code location reload (``reload.py``).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Sequence
 
 import dagster as dg
-from dagster._core.definitions.definitions_load_context import DefinitionsLoadContext, DefinitionsLoadType
 
-from ..config import ConfigError, ReplicationConfig
+from ..config import ConfigError, ReplicationConfig, SparkConfig
 from ..logs import log_fields
 from ..mirrors import MirrorState, open_mirrors_database
 from ..replication.storages import missing_stores
-from .reload import request_reload
+from .options import DEFAULT_OPTIONS, MirrorDefsOptions
+from .reload import Reload, reload_through, request_reload
 from .resources import ReplicationResource, resolve_config_path
 
-__all__ = ["DEFAULT_LOCATION_NAME", "MIRRORS_METADATA_KEY", "build_definitions", "defs", "discover_mirrors"]
+__all__ = [
+    "DEFAULT_LOCATION_NAME",
+    "build_definitions",
+    "defs",
+    "discover_mirrors",
+    "lakefs_mirror_definitions",
+    "load_region_config",
+]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_LOCATION_NAME = "lakefs_mirror"
-MIRRORS_METADATA_KEY = "lakefs_mirror/active_mirrors"
 
 
 def discover_mirrors(config: ReplicationConfig) -> list[str]:
-    """Names of this region's active mirrors, read from the mirrors database (no lakeFS calls).
-
-    A mirror whose store the config no longer has gets no asset (the manager sensor marks it failed).
-    """
+    """Names of this region's active mirrors of this organisation, read from the mirrors database (no lakeFS
+    calls). A mirror whose store the config no longer has gets no asset (the manager sensor marks it failed)."""
     with open_mirrors_database(config.mirrors_database, create_tables=False) as store:
         active = list(
             store.iter_mirrors(
+                organization_id=config.organization_id,
                 destination_region=config.region,
                 states=[MirrorState.ACTIVE],
                 page_size=config.list_mirrors_page_size,
@@ -63,39 +66,44 @@ def build_definitions(
     config: ReplicationConfig | None = None,
     config_path: str = "",
     location_name: str = DEFAULT_LOCATION_NAME,
-    reload: Callable[[str], str] | None = request_reload,
+    reload: Reload | None = request_reload,
     track_mirrors: bool = True,
     spark_conf: dict[str, str] | None = None,
+    options: MirrorDefsOptions = DEFAULT_OPTIONS,
+    bind_resources: bool = True,
 ) -> dg.Definitions:
-    """The code location: each domain's definitions (mirroring, refs migration, GC deletions) merged, with the one
-    resource they share. ``config_path`` is what the replication resource reads at run time (empty:
-    ``$LAKEFS_MIRROR_CONFIG``); the other arguments go to ``mirroring_definitions``."""
+    """The definitions of ``mirrors``: each domain's (mirroring, refs migration, scrub, GC deletions) merged, and
+    with ``bind_resources`` the two resources they use, under ``options``' keys. ``config_path`` is what the
+    replication resource reads at run time (empty: ``$LAKEFS_MIRROR_CONFIG``); ``config`` supplies sensor
+    intervals, schedules and Spark settings (defaults when None)."""
     from .gc_deletions import gc_deletions_definitions
     from .mirroring.definitions import mirroring_definitions
+    from .mirroring.spark import SparkValidatorResource
     from .refs_migration import refs_migration_definitions
     from .scrub import scrub_definitions
 
-    shared = dg.Definitions(
-        resources={"replication": ReplicationResource(config_path=config_path)},
-        # One step per run; in-process keeps one SparkSession per run worker.
-        executor=dg.in_process_executor,
-    )
     mirroring = mirroring_definitions(
         mirrors,
         config=config,
         location_name=location_name,
         reload=reload,
         track_mirrors=track_mirrors,
-        spark_conf=spark_conf,
+        options=options,
     )
-    return dg.Definitions.merge(
-        shared, mirroring, refs_migration_definitions(), scrub_definitions(), gc_deletions_definitions(config)
-    )
+    parts = [mirroring, refs_migration_definitions(options), scrub_definitions(options)]
+    parts.append(gc_deletions_definitions(config, options))
+    if bind_resources:
+        spark = SparkValidatorResource.from_config(
+            config.spark if config else SparkConfig(), config.validator.num_workers if config else 3, spark_conf
+        )
+        replication = ReplicationResource(config_path=config_path)
+        parts.append(dg.Definitions(resources={options.resource_key: replication, options.spark_resource_key: spark}))
+    return dg.Definitions.merge(*parts)
 
 
-def _load_config(path: str) -> ReplicationConfig | None:
-    """The config, its ``logging`` section applied to this process (the code server, or a run worker, which
-    loads the definitions too); ``None`` if it is not usable."""
+def load_region_config(path: str) -> ReplicationConfig | None:
+    """The config, its ``logging`` section applied to this process (a code server, or a run worker, which loads
+    the definitions too); ``None`` if it is not usable (the reason is logged)."""
     from ..config import load_config
     from ..logs import configure_logging
 
@@ -108,33 +116,65 @@ def _load_config(path: str) -> ReplicationConfig | None:
     return config
 
 
-@dg.definitions
-def defs() -> dg.Definitions:
-    """Called by Dagster when the code location loads (and again on every reload)."""
-    context = DefinitionsLoadContext.get()
-    path = resolve_config_path()
-    config = _load_config(path) if path else None
-    mirrors: list[str] = []
-    stored = (
-        context.reconstruction_metadata.get(MIRRORS_METADATA_KEY)
-        if context.load_type == DefinitionsLoadType.RECONSTRUCTION
-        else None
+def active_mirrors(config: ReplicationConfig | None) -> list[str]:
+    """``discover_mirrors``, or no mirror when the database cannot be read (the manager sensor then says why);
+    a mirror whose store the config lost stops the load (the UI shows why)."""
+    if config is None:
+        return []
+    try:
+        return discover_mirrors(config)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        log.warning("lakefs-mirror: mirrors database not readable (%s); no mirror assets loaded", exc)
+        return []
+
+
+def lakefs_mirror_definitions(
+    *,
+    config_path: str = "",
+    mirrors: Sequence[str] | None = None,
+    key_prefix: Sequence[str] = DEFAULT_OPTIONS.key_prefix,
+    group_name: str = DEFAULT_OPTIONS.group_name,
+    resource_key: str = DEFAULT_OPTIONS.resource_key,
+    spark_resource_key: str = DEFAULT_OPTIONS.spark_resource_key,
+    bind_resources: bool = True,
+    dagster_url: str = "",
+    location_name: str = DEFAULT_LOCATION_NAME,
+    track_mirrors: bool | None = None,
+) -> dg.Definitions:
+    """Mirroring for a Dagster project's own ``Definitions`` (merge it with yours).
+
+    ``config_path``: the region's replication YAML (empty: ``$LAKEFS_MIRROR_CONFIG``). ``mirrors``: their names
+    (default: every active mirror of the region, read from the mirrors database now). ``key_prefix``,
+    ``group_name``: where the assets go. ``resource_key``, ``spark_resource_key``: the keys the definitions ask
+    for; with ``bind_resources`` they are bound here, else bind a ``ReplicationResource`` and a
+    ``SparkValidatorResource`` yourself. ``dagster_url``: the webserver the manager sensor asks to reload the code
+    location when mirrors are created or deleted (default: ``$LAKEFS_MIRROR_DAGSTER_URL``). ``track_mirrors``:
+    whether that sensor compares the region's active mirrors with these (default: only when ``mirrors`` is None).
+    """
+    options = MirrorDefsOptions(
+        key_prefix=tuple(key_prefix),
+        group_name=group_name,
+        resource_key=resource_key,
+        spark_resource_key=spark_resource_key,
     )
-    if stored is not None:
-        mirrors = json.loads(stored)
-    elif config is not None:
-        try:
-            mirrors = discover_mirrors(config)
-        except ConfigError:
-            raise  # a mirror's store was removed: the location must not load without it (the UI shows why)
-        except Exception as exc:
-            log.warning("lakefs-mirror: mirrors database not readable (%s); no mirror assets loaded", exc)
-    built = build_definitions(
-        mirrors,
+    path = resolve_config_path(config_path)
+    config = load_region_config(path) if path else None
+    names = list(mirrors) if mirrors is not None else active_mirrors(config)
+    return build_definitions(
+        names,
         config=config,
         config_path=path,
-        location_name=context.code_location_name or DEFAULT_LOCATION_NAME,
+        location_name=location_name,
+        reload=reload_through(dagster_url),
+        track_mirrors=mirrors is None if track_mirrors is None else track_mirrors,
+        options=options,
+        bind_resources=bind_resources,
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", category=dg.PreviewWarning)
-        return built.with_reconstruction_metadata({MIRRORS_METADATA_KEY: json.dumps(mirrors)})
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    """The package's own code location; Dagster calls it when the location loads (and on every reload)."""
+    return lakefs_mirror_definitions()

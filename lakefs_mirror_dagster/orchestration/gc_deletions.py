@@ -14,9 +14,10 @@ import dagster as dg
 from pydantic import Field
 
 from ..config import GarbageCollectionConfig, ReplicationConfig
+from .options import DEFAULT_OPTIONS, MirrorDefsOptions
 from .resources import ReplicationResource
 
-__all__ = ["GcDeletionsConfig", "gc_deletions_definitions", "gc_deletions_job"]
+__all__ = ["GcDeletionsConfig", "build_gc_deletions_job", "gc_deletions_definitions", "gc_deletions_job"]
 
 SCHEDULE_NAME = "gc_deletions_schedule"
 
@@ -28,8 +29,7 @@ class GcDeletionsConfig(dg.Config):
     dry_run: bool = Field(default=False, description="list what would be deleted; change nothing")
 
 
-@dg.op
-def replicate_gc_deletions(
+def _replicate_gc_deletions(
     context: dg.OpExecutionContext, config: GcDeletionsConfig, replication: ReplicationResource
 ) -> list[dict[str, Any]]:
     """One pass over the mirrors; the metadata says what was deleted per mirror. A mirror that failed fails the
@@ -61,24 +61,40 @@ def replicate_gc_deletions(
     return docs
 
 
-@dg.job(
-    description="Delete from this region's mirrors what lakeFS garbage collection deleted at their sources "
-    "(after garbage_collection.grace_period).",
-    tags={"lakefs_mirror/kind": "gc_deletions"},
-)
-def gc_deletions_job() -> None:
-    replicate_gc_deletions()
+def build_gc_deletions_job(options: MirrorDefsOptions = DEFAULT_OPTIONS) -> dg.JobDefinition:
+    """The job on the resource ``options.resource_key`` (its op is ``replicate_gc_deletions`` whatever the options)."""
+
+    @dg.op(name="replicate_gc_deletions", required_resource_keys={options.resource_key})
+    def replicate_gc_deletions(context: dg.OpExecutionContext, config: GcDeletionsConfig) -> list[dict[str, Any]]:
+        return _replicate_gc_deletions(context, config, options.replication(context))
+
+    @dg.job(
+        name=options.job_name("gc_deletions_job"),
+        description="Delete from this region's mirrors what lakeFS garbage collection deleted at their sources "
+        "(after garbage_collection.grace_period).",
+        tags={"lakefs_mirror/kind": "gc_deletions"},
+    )
+    def gc_deletions_job() -> None:
+        replicate_gc_deletions()
+
+    return gc_deletions_job
 
 
-def gc_deletions_definitions(config: ReplicationConfig | None) -> dg.Definitions:
+gc_deletions_job = build_gc_deletions_job()
+
+
+def gc_deletions_definitions(
+    config: ReplicationConfig | None, options: MirrorDefsOptions = DEFAULT_OPTIONS
+) -> dg.Definitions:
     """The job and its schedule (``garbage_collection.cron_schedule``; the default when there is no config)."""
     settings = config.garbage_collection if config is not None else GarbageCollectionConfig()
+    job = gc_deletions_job if options == DEFAULT_OPTIONS else build_gc_deletions_job(options)
     schedule = dg.ScheduleDefinition(
-        name=SCHEDULE_NAME,
-        job=gc_deletions_job,
+        name=options.job_name(SCHEDULE_NAME),
+        job=job,
         cron_schedule=settings.cron_schedule,
         execution_timezone="UTC",
         default_status=dg.DefaultScheduleStatus.STOPPED,
         description="gc_deletions_job on garbage_collection.cron_schedule; starts stopped (deleting is irreversible)",
     )
-    return dg.Definitions(jobs=[gc_deletions_job], schedules=[schedule])
+    return dg.Definitions(jobs=[job], schedules=[schedule])

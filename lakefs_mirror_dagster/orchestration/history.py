@@ -12,8 +12,9 @@ from typing import Any
 
 import dagster as dg
 
+from ..replication.results import MOVED
 from ..replication.status import Promotion, RecentMoves
-from .mirroring import mirror_asset_key
+from .options import DEFAULT_OPTIONS, MirrorDefsOptions
 
 __all__ = ["mirror_history", "recent_moves"]
 
@@ -21,22 +22,33 @@ MAX_LIMIT = 10_000
 
 
 def mirror_history(
-    instance: dg.DagsterInstance, mirror: str, branch: str | None = None, *, limit: int = 50
+    instance: dg.DagsterInstance,
+    mirror: str,
+    branch: str | None = None,
+    *,
+    limit: int = 50,
+    options: MirrorDefsOptions = DEFAULT_OPTIONS,
 ) -> list[Promotion]:
-    """The last ``limit`` moves of ``mirror``'s branches (or of ``branch`` only), newest first."""
+    """The last ``limit`` moves of ``mirror``'s branches (or of ``branch`` only), newest first. Materializations
+    that moved nothing (``action: unchanged``, recorded by releases before 0.2) are not moves and are left out."""
     if not 1 <= limit <= MAX_LIMIT:
         raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
     records_filter = dg.AssetRecordsFilter(
-        asset_key=mirror_asset_key(mirror), asset_partitions=[branch] if branch is not None else None
+        asset_key=options.branch_heads_key(mirror), asset_partitions=[branch] if branch is not None else None
     )
     result = instance.fetch_materializations(records_filter, limit=limit, ascending=False)
     promotions = []
     for record in result.records:
         event = record.asset_materialization
-        if event is None:
+        if event is None or not _is_move(event):
             continue
         promotions.append(_promotion(mirror, event, record.timestamp, record.run_id))
     return promotions
+
+
+def _is_move(event: dg.AssetMaterialization) -> bool:
+    action = event.metadata.get("action")
+    return action is None or str(action.value) in {str(a) for a in MOVED}
 
 
 def _promotion(mirror: str, event: dg.AssetMaterialization, timestamp: float, run_id: str) -> Promotion:
@@ -58,6 +70,6 @@ def _promotion(mirror: str, event: dg.AssetMaterialization, timestamp: float, ru
     )
 
 
-def recent_moves(instance: dg.DagsterInstance) -> RecentMoves:
+def recent_moves(instance: dg.DagsterInstance, options: MirrorDefsOptions = DEFAULT_OPTIONS) -> RecentMoves:
     """``replication.status.status_report``'s source of each branch's recent moves: this instance's event log."""
-    return lambda mirror, branch, limit: mirror_history(instance, mirror, branch, limit=limit)
+    return lambda mirror, branch, limit: mirror_history(instance, mirror, branch, limit=limit, options=options)

@@ -33,9 +33,10 @@ from ..refs import (
     parse_manifest,
 )
 from ..storage.uri import join_namespace
+from .options import DEFAULT_OPTIONS, MirrorDefsOptions
 from .resources import ReplicationResource
 
-__all__ = ["RefsMigrationConfig", "refs_migration_definitions", "refs_migration_job"]
+__all__ = ["RefsMigrationConfig", "build_refs_migration_job", "refs_migration_definitions", "refs_migration_job"]
 
 
 class RefsMigrationConfig(dg.Config):
@@ -59,8 +60,7 @@ def _mapping_key(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
-@dg.op(out=dg.DynamicOut(dict))
-def plan_refs_migration(
+def _plan_refs_migration(
     context: dg.OpExecutionContext, config: RefsMigrationConfig, replication: ReplicationResource
 ) -> Any:
     """Check every repository's preconditions (nothing is changed), then fan out one branch per repository."""
@@ -108,8 +108,7 @@ def plan_refs_migration(
         )
 
 
-@dg.op
-def dump_repository_refs(context: dg.OpExecutionContext, plan: dict, replication: ReplicationResource) -> dict:
+def _dump_repository_refs(context: dg.OpExecutionContext, plan: dict, replication: ReplicationResource) -> dict:
     """lakeFS's refs dump of one repository; the manifest is written to ``manifest_dir`` and passed on."""
     client = _client(replication, plan["source_region"])
     read_only = client.get_repository(plan["repository"]).read_only
@@ -118,8 +117,7 @@ def dump_repository_refs(context: dg.OpExecutionContext, plan: dict, replication
     return {**plan, "manifest": result.manifest.to_json(), "source_read_only": read_only}
 
 
-@dg.op
-def restore_repository_refs(context: dg.OpExecutionContext, dumped: dict, replication: ReplicationResource) -> dict:
+def _restore_repository_refs(context: dg.OpExecutionContext, dumped: dict, replication: ReplicationResource) -> dict:
     """Copy the namespace (when asked) and restore the refs on the new one, with rollback on failure."""
     service = replication.service()
     manifest = parse_manifest(dumped["manifest"], source=f"dump of {dumped['repository']}")
@@ -154,15 +152,38 @@ def summarize_refs_migration(context: dg.OpExecutionContext, results: list[dict]
     return results
 
 
-@dg.job(
-    description="Move repositories to another store or region: refs dump -> namespace copy -> refs restore.",
-    tags={"lakefs_mirror/kind": "refs_migration"},
-)
-def refs_migration_job() -> None:
-    migrated = plan_refs_migration().map(dump_repository_refs).map(restore_repository_refs)
-    summarize_refs_migration(migrated.collect())
+def build_refs_migration_job(options: MirrorDefsOptions = DEFAULT_OPTIONS) -> dg.JobDefinition:
+    """The job on the resource ``options.resource_key`` (its ops keep their names whatever the options)."""
+    needs = {options.resource_key}
+
+    @dg.op(name="plan_refs_migration", out=dg.DynamicOut(dict), required_resource_keys=needs)
+    def plan_refs_migration(context: dg.OpExecutionContext, config: RefsMigrationConfig) -> Any:
+        yield from _plan_refs_migration(context, config, options.replication(context))
+
+    @dg.op(name="dump_repository_refs", required_resource_keys=needs)
+    def dump_repository_refs(context: dg.OpExecutionContext, plan: dict) -> dict:
+        return _dump_repository_refs(context, plan, options.replication(context))
+
+    @dg.op(name="restore_repository_refs", required_resource_keys=needs)
+    def restore_repository_refs(context: dg.OpExecutionContext, dumped: dict) -> dict:
+        return _restore_repository_refs(context, dumped, options.replication(context))
+
+    @dg.job(
+        name=options.job_name("refs_migration_job"),
+        description="Move repositories to another store or region: refs dump -> namespace copy -> refs restore.",
+        tags={"lakefs_mirror/kind": "refs_migration"},
+    )
+    def refs_migration_job() -> None:
+        migrated = plan_refs_migration().map(dump_repository_refs).map(restore_repository_refs)
+        summarize_refs_migration(migrated.collect())
+
+    return refs_migration_job
 
 
-def refs_migration_definitions() -> dg.Definitions:
-    """The refs-migration domain: one job, run on demand (it uses the shared ``replication`` resource)."""
-    return dg.Definitions(jobs=[refs_migration_job])
+refs_migration_job = build_refs_migration_job()
+
+
+def refs_migration_definitions(options: MirrorDefsOptions = DEFAULT_OPTIONS) -> dg.Definitions:
+    """The refs-migration domain: one job, run on demand, on the resource ``options.resource_key``."""
+    job = refs_migration_job if options == DEFAULT_OPTIONS else build_refs_migration_job(options)
+    return dg.Definitions(jobs=[job])

@@ -19,9 +19,10 @@ import dagster as dg
 from pydantic import Field
 
 from ..mirrors import MirrorState
+from .options import DEFAULT_OPTIONS, MirrorDefsOptions
 from .resources import ReplicationResource
 
-__all__ = ["ScrubConfig", "scrub_definitions", "scrub_job", "scrub_schedule"]
+__all__ = ["ScrubConfig", "build_scrub_job", "scrub_definitions", "scrub_job", "scrub_schedule"]
 
 DEFAULT_SLICES = 24
 
@@ -36,8 +37,7 @@ class ScrubConfig(dg.Config):
     repair: bool = Field(default=True, description="copy damaged files again from the source")
 
 
-@dg.op
-def scrub_mirrors(context: dg.OpExecutionContext, config: ScrubConfig, replication: ReplicationResource) -> Any:
+def _scrub_mirrors(context: dg.OpExecutionContext, config: ScrubConfig, replication: ReplicationResource) -> Any:
     """Scrub each mirror; one that cannot be scrubbed is reported and the others go on. Fails at the end if any
     mirror still holds damage (or could not be read), naming them."""
     if config.part >= config.slices:
@@ -73,18 +73,40 @@ def scrub_mirrors(context: dg.OpExecutionContext, config: ScrubConfig, replicati
     return reports
 
 
-@dg.job(description="Re-read the mirrors' files and objects at rest; repair what differs from the source")
-def scrub_job() -> None:
-    scrub_mirrors()
+def build_scrub_job(options: MirrorDefsOptions = DEFAULT_OPTIONS) -> dg.JobDefinition:
+    """The scrub job on the resource ``options.resource_key`` (its op is ``scrub_mirrors`` whatever the options)."""
+
+    @dg.op(name="scrub_mirrors", required_resource_keys={options.resource_key})
+    def scrub_mirrors(context: dg.OpExecutionContext, config: ScrubConfig) -> Any:
+        return _scrub_mirrors(context, config, options.replication(context))
+
+    @dg.job(
+        name=options.job_name("scrub_job"),
+        description="Re-read the mirrors' files and objects at rest; repair what differs from the source",
+    )
+    def scrub_job() -> None:
+        scrub_mirrors()
+
+    return scrub_job
 
 
-@dg.schedule(
-    job=scrub_job,
-    cron_schedule="0 * * * *",
-    default_status=dg.DefaultScheduleStatus.STOPPED,
-    description=f"Hourly: slice hour % {DEFAULT_SLICES} of every active mirror (every range once a day)",
-)
-def scrub_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+def build_scrub_schedule(job: dg.JobDefinition, options: MirrorDefsOptions = DEFAULT_OPTIONS) -> dg.ScheduleDefinition:
+    """The hourly schedule of ``job`` (stopped until an operator turns it on)."""
+
+    @dg.schedule(
+        name=options.job_name("scrub_schedule"),
+        job=job,
+        cron_schedule="0 * * * *",
+        default_status=dg.DefaultScheduleStatus.STOPPED,
+        description=f"Hourly: slice hour % {DEFAULT_SLICES} of every active mirror (every range once a day)",
+    )
+    def scrub_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+        return _slice_request(context)
+
+    return scrub_schedule
+
+
+def _slice_request(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
     hour = context.scheduled_execution_time.hour if context.scheduled_execution_time else 0
     part = hour % DEFAULT_SLICES
     return dg.RunRequest(
@@ -94,6 +116,13 @@ def scrub_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
     )
 
 
-def scrub_definitions() -> dg.Definitions:
-    """The scrub domain: one job and its (stopped) hourly schedule, on the shared ``replication`` resource."""
-    return dg.Definitions(jobs=[scrub_job], schedules=[scrub_schedule])
+scrub_job = build_scrub_job()
+scrub_schedule = build_scrub_schedule(scrub_job)
+
+
+def scrub_definitions(options: MirrorDefsOptions = DEFAULT_OPTIONS) -> dg.Definitions:
+    """The scrub domain: one job and its (stopped) hourly schedule, on the resource ``options.resource_key``."""
+    if options == DEFAULT_OPTIONS:
+        return dg.Definitions(jobs=[scrub_job], schedules=[scrub_schedule])
+    job = build_scrub_job(options)
+    return dg.Definitions(jobs=[job], schedules=[build_scrub_schedule(job, options)])

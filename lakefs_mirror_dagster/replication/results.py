@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["PROMOTED", "BlockReason", "MirrorSyncResult", "RefAction", "RefKind", "RefResult", "TransferStats"]
+__all__ = ["MOVED", "PROMOTED", "BlockReason", "MirrorSyncResult", "RefAction", "RefKind", "RefResult", "TransferStats"]
 
 
 class RefKind(StrEnum):
@@ -45,6 +45,8 @@ class BlockReason(StrEnum):
 
 #: Actions after which the mirror ref points at a commit it did not point at before.
 PROMOTED = frozenset({RefAction.CREATED, RefAction.ADVANCED, RefAction.RESET})
+#: What moved a mirror ref: a promotion or a deletion (the moves Dagster's event log records).
+MOVED = PROMOTED | {RefAction.DELETED}
 
 
 @dataclass
@@ -154,6 +156,11 @@ class RefResult:
     def promoted(self) -> bool:
         """Whether this sync moved the mirror ref to a new commit."""
         return self.action in PROMOTED
+
+    @property
+    def moved(self) -> bool:
+        """Whether this sync moved the mirror ref (promoted it, or deleted it with its source branch)."""
+        return self.action in MOVED
 
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)

@@ -128,7 +128,7 @@ def test_the_dagster_scrub_job_repairs_a_mirror_and_its_schedule_reads_one_slice
     converge(mirror, "region-c")
     [obj] = dst.rest.list_objects(mirror, "main")
     _flip_byte(minio_for("region-c"), obj.physical_address, 7)
-    resources = {"replication": ReplicationResource(config_path=str(config_path("region-c")))}
+    resources = {"lakefs_mirror": ReplicationResource(config_path=str(config_path("region-c")))}
 
     def run(**config: Any) -> Any:
         with dg.instance_for_test() as instance:

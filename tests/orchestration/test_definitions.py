@@ -1,26 +1,21 @@
-"""The code location loads without servers, without network, and rebuilds run workers from metadata."""
+"""The code location loads without servers and without network, from the mirrors database or a given list."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import dagster as dg
 import pytest
 import yaml
-from dagster._core.definitions.definitions_load_context import DefinitionsLoadContext, DefinitionsLoadType
-from dagster._core.definitions.metadata.metadata_value import CodeLocationReconstructionMetadataValue
-from dagster._core.definitions.repository_definition import RepositoryLoadData
 
 from lakefs_mirror_dagster.mirrors import MirrorState, MirrorStore
-from lakefs_mirror_dagster.orchestration.definitions import MIRRORS_METADATA_KEY, defs
+from lakefs_mirror_dagster.orchestration.definitions import defs, lakefs_mirror_definitions
 from lakefs_mirror_dagster.orchestration.mirroring import MANAGER_SENSOR_NAME, commit_sensor_name
-from lakefs_mirror_dagster.orchestration.reload import find_reload_target
+from lakefs_mirror_dagster.orchestration.reload import RELOAD_URL_ENV, request_reload
 
 
 def _write_config(tmp_path: Path) -> tuple[Path, str]:
@@ -94,6 +89,7 @@ def test_active_mirrors_load_from_the_database_with_the_network_blocked(tmp_path
     # Only the active mirror gets its assets and a commit sensor, at the configured interval.
     assert sorted(out["assets"]) == [
         ["lakefs_mirror", "mirror-one", "branch_heads"],
+        ["lakefs_mirror", "mirror-one", "source"],
         ["lakefs_mirror", "mirror-one", "tags"],
     ]
     assert out["sensors"] == {commit_sensor_name("mirror-one"): 7, MANAGER_SENSOR_NAME: 20}
@@ -128,20 +124,6 @@ def test_the_code_location_logs_in_the_configured_format(tmp_path: Path) -> None
     assert "store 'gone' of mirror mirror-storeless" in record["message"]
 
 
-def test_run_workers_rebuild_the_mirrors_they_were_planned_with(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Reconstruction (a run worker) uses the stored mirror list and never reads the database."""
-    monkeypatch.setenv("LAKEFS_MIRROR_CONFIG", "/nonexistent/replication.yaml")
-    stored = {MIRRORS_METADATA_KEY: CodeLocationReconstructionMetadataValue(json.dumps(["abc", "def-mirror"]))}
-    context = DefinitionsLoadContext(
-        DefinitionsLoadType.RECONSTRUCTION, RepositoryLoadData(cacheable_asset_data={}, reconstruction_metadata=stored)
-    )
-    with DefinitionsLoadContext.scoped(context):
-        loaded = defs()
-    assets, sensors = _names(loaded)
-    assert assets == {"abc", "def-mirror"}
-    assert sensors == {commit_sensor_name("abc"), commit_sensor_name("def-mirror"), MANAGER_SENSOR_NAME}
-
-
 def test_a_missing_config_is_reported_by_the_manager_sensor(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LAKEFS_MIRROR_CONFIG", "/nonexistent/replication.yaml")
     loaded = defs()
@@ -155,28 +137,17 @@ def test_a_missing_config_is_reported_by_the_manager_sensor(monkeypatch: pytest.
         sensor(context)
 
 
-def test_reload_target_is_the_webserver_or_the_parent_code_server() -> None:
-    url = find_reload_target({"LAKEFS_MIRROR_DAGSTER_URL": "http://127.0.0.1:3000/"})
-    assert url is not None and url.graphql_url == "http://127.0.0.1:3000/graphql"
-    fake = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import time; time.sleep(30)",
-            "code-server",
-            "start",
-            "--host",
-            "0.0.0.0",
-            "--port",
-            "4321",
-        ]
-    )
-    try:
-        time.sleep(0.2)
-        target = find_reload_target({}, ppid=fake.pid)
-        assert target is not None and (target.host, target.port, target.socket) == ("localhost", 4321, None)
-    finally:
-        fake.kill()
-        fake.wait(timeout=10)
-    # An ordinary parent (pytest's own) is not a code server.
-    assert find_reload_target({}, ppid=os.getpid()) is None
+def test_without_a_webserver_url_the_manager_asks_an_operator_to_reload(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(RELOAD_URL_ENV, raising=False)
+    answer = request_reload("lakefs_mirror")
+    assert "reload it from the UI" in answer and RELOAD_URL_ENV in answer
+
+
+def test_a_mirror_list_given_to_the_factory_is_built_without_reading_the_database(tmp_path: Path) -> None:
+    """What the Component does with its state: the mirrors it was given, none read from the database."""
+    path, url = _write_config(tmp_path)
+    _add_mirror(url, "in-the-database", MirrorState.ACTIVE)
+    built = lakefs_mirror_definitions(config_path=str(path), mirrors=["abc", "def-mirror"])
+    assets, sensors = _names(built)
+    assert assets == {"abc", "def-mirror"}
+    assert sensors == {commit_sensor_name("abc"), commit_sensor_name("def-mirror"), MANAGER_SENSOR_NAME}

@@ -31,7 +31,7 @@ def test_building_a_run_workers_definitions_imports_none_of_them() -> None:
         """
         import lakefs_mirror_dagster.orchestration.definitions as d
         built = d.build_definitions(["mirror-a"], reload=None)
-        assert built.resources["spark_validator"].spark_config["spark.master"]
+        assert built.resources["lakefs_mirror_spark"].spark_config["spark.master"]
         """
     )
     assert loaded == []

@@ -151,7 +151,7 @@ def test_missing_destination_object_fails_validation_and_blocks_promotion(mirror
     case.service.activate(case.mirror)
     mirror = case.service.mirrors.get_mirror(case.mirror.id)
     defs = case.definitions()
-    base: SparkValidatorResource = defs.resources["spark_validator"]  # type: ignore[index,assignment]
+    base: SparkValidatorResource = defs.resources["lakefs_mirror_spark"]  # type: ignore[index,assignment]
     deleted: list[str] = []
 
     class LosingOneObject(SparkValidatorResource):
@@ -172,7 +172,7 @@ def test_missing_destination_object_fails_validation_and_blocks_promotion(mirror
             return engine, spark
 
     instance.add_dynamic_partitions(branch_partitions_name(name), ["main"])
-    resources = {**dict(defs.resources or {}), "spark_validator": LosingOneObject(**base.__dict__)}
+    resources = {**dict(defs.resources or {}), "lakefs_mirror_spark": LosingOneObject(**base.__dict__)}
     blocked = dg.materialize(
         [build_branch_heads_asset(name)],
         instance=instance,

@@ -1,10 +1,10 @@
 """A mirror created at run time appears in Dagster and replicates, with no Dagster process restarted.
 
-The set-up is how ``dg dev`` and ``dagster code-server start`` deployments run: a real code server
-process (a ``dagster code-server start`` proxy around the subprocess that loads the definitions), and the
-daemon's own sensor loop (``execute_sensor_iteration``) driving it over gRPC, with the default run
-launcher starting each run in its own process. The only thing this test does that the daemon also does
-on its own is ``refresh_workspace()``, which the daemon calls every 60 seconds.
+The set-up is how ``dagster code-server start`` deployments run: a real code server process (a proxy around
+the subprocess that loads the definitions), a webserver in front of it (the manager sensor asks it to reload the
+location, through Dagster's public GraphQL client), and the daemon's own sensor loop (``execute_sensor_iteration``)
+driving the code server over gRPC, with the default run launcher starting each run in its own process. The only
+thing this test does that the daemon also does on its own is ``refresh_workspace()``, every 60 seconds there.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -28,6 +30,7 @@ from lakefs_mirror_dagster.demo.converge import run_until_converged
 from lakefs_mirror_dagster.mirrors import MirrorState
 from lakefs_mirror_dagster.orchestration.history import mirror_history
 from lakefs_mirror_dagster.orchestration.mirroring import MANAGER_SENSOR_NAME, commit_sensor_name
+from lakefs_mirror_dagster.orchestration.reload import RELOAD_URL_ENV
 from tests.replication.conftest import assert_mirror_equals_source, content
 
 LOCATION = "lakefs_mirror"
@@ -49,36 +52,71 @@ def daemon_instance() -> Iterator[dg.DagsterInstance]:
 
 
 @pytest.fixture
-def code_server(daemon_instance: dg.DagsterInstance, isolated_regions) -> Iterator[int]:
+def code_server(daemon_instance: dg.DagsterInstance, isolated_regions, tmp_path) -> Iterator[int]:
+    """A ``dagster code-server start`` server, and a webserver in front of it whose URL the manager sensor is given
+    (``LAKEFS_MIRROR_DAGSTER_URL``): the way a deployment lets the sensor ask for a reload."""
     config_path, _ = isolated_regions
-    port = _free_port()
-    env = {**os.environ, "LAKEFS_MIRROR_CONFIG": str(config_path("region-b")), "PYSPARK_PYTHON": sys.executable}
+    port, web_port = _free_port(), _free_port()
+    url = f"http://127.0.0.1:{web_port}"
+    env = {
+        **os.environ,
+        "LAKEFS_MIRROR_CONFIG": str(config_path("region-b")),
+        "PYSPARK_PYTHON": sys.executable,
+        RELOAD_URL_ENV: url,
+    }
     command = [
         sys.executable, "-m", "dagster", "code-server", "start",
         "--host", "127.0.0.1", "--port", str(port), "--location-name", LOCATION,
         "-m", "lakefs_mirror_dagster.orchestration.definitions", "-a", "defs",
     ]  # fmt: skip
+    workspace = tmp_path / "workspace.yaml"
+    workspace.write_text(
+        f"load_from:\n  - grpc_server:\n      host: 127.0.0.1\n      port: {port}\n      location_name: {LOCATION}\n"
+    )
+    home = tmp_path / "webserver_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    webserver = [
+        str(Path(sys.executable).parent / "dagster-webserver"),
+        "-h", "127.0.0.1", "-p", str(web_port), "-w", str(workspace),
+    ]  # fmt: skip
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    web: subprocess.Popen[bytes] | None = None
     try:
         client = DagsterGrpcClient(port=port, host="127.0.0.1")
-        for _ in range(120):
-            if process.poll() is not None:
-                raise AssertionError(f"code server exited: {process.stderr.read().decode()[-3000:]}")  # type: ignore[union-attr]
-            try:
-                client.ping("up")
-                break
-            except Exception:
-                time.sleep(0.5)
-        else:
-            raise AssertionError("code server did not answer within 60 s")
+        _wait("the code server", lambda: _answers(client, process), seconds=60, step=0.5)
+        web_env = {**os.environ, "DAGSTER_HOME": str(home)}
+        web = subprocess.Popen(webserver, env=web_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait("the webserver", lambda: _http_ok(f"{url}/server_info"), seconds=90, step=0.5)
         yield port
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        for proc in (web, process):
+            if proc is None:
+                continue
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+def _answers(client: DagsterGrpcClient, process: subprocess.Popen[bytes]) -> bool:
+    if process.poll() is not None:
+        raise AssertionError(f"code server exited: {process.stderr.read().decode()[-3000:]}")  # type: ignore[union-attr]
+    try:
+        client.ping("up")
+        return True
+    except Exception:
+        return False
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
 
 
 def _has_sensor(context: WorkspaceProcessContext, name: str) -> bool:

@@ -92,7 +92,7 @@ def test_a_tag_whose_commit_fails_validation_is_not_created(mirror_case: MirrorC
     case.src.create_tag(case.repo, "b-bad", side)
     case.service.activate(case.mirror)
     defs = case.definitions()
-    base: SparkValidatorResource = defs.resources["spark_validator"]  # type: ignore[index,assignment]
+    base: SparkValidatorResource = defs.resources["lakefs_mirror_spark"]  # type: ignore[index,assignment]
     deleted: list[str] = []
 
     class LosingTheSecondCommitsObject(SparkValidatorResource):
@@ -117,7 +117,7 @@ def test_a_tag_whose_commit_fails_validation_is_not_created(mirror_case: MirrorC
             engine.validator = validate
             return engine, spark
 
-    resources = {**dict(defs.resources or {}), "spark_validator": LosingTheSecondCommitsObject(**base.__dict__)}
+    resources = {**dict(defs.resources or {}), "lakefs_mirror_spark": LosingTheSecondCommitsObject(**base.__dict__)}
     blocked = dg.materialize([build_tags_asset(name)], instance=instance, resources=resources, raise_on_error=False)
     assert not blocked.success and len(deleted) == 1
     # The good tag moved, the bad one did not; the check says which objects were missing.

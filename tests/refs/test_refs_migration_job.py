@@ -11,7 +11,7 @@ from .conftest import populate, read_all, snapshot
 def _run(config_path, run_config):
     return refs_migration_job.execute_in_process(
         run_config={"ops": {"plan_refs_migration": {"config": run_config}}},
-        resources={"replication": ReplicationResource(config_path=str(config_path))},
+        resources={"lakefs_mirror": ReplicationResource(config_path=str(config_path))},
         raise_on_error=False,
     )
 

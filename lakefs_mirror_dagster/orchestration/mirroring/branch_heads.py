@@ -1,23 +1,25 @@
-"""One asset per mirror: its branch heads, partitioned by branch name.
+"""One asset per mirror: its branch heads, partitioned by branch name, downstream of the source repository.
 
-Materializing partition ``b`` means "mirror branch ``b`` now points at commit X" (or "was deleted"). The asset
-is one call into the engine (``MirrorEngine.sync_branch``: plan, transfer, validate on Spark, promote, record),
-then turns its result into the blocking ``ranges_validated`` check and a materialization. A branch that is not
-promoted fails the run and has no materialization, so the event log is the history of every mirror branch,
-which ``orchestration/history.py`` reads back.
+Materializing partition ``b`` means "mirror branch ``b`` now points at commit X" (or "was deleted"). A run of one
+or many branch partitions (a UI backfill of N branches is one run: ``BackfillPolicy.single_run``) is one call into
+the engine (``MirrorEngine.sync_branch``, or ``sync`` on its branch workers), then each branch's result becomes its
+own ``ranges_validated`` check evaluation (per partition, so the UI shows which branch is blocked) and, only when
+the branch moved, its materialization. A branch already in sync is not materialized, and a blocked one fails the
+run after the others were recorded, so the event log is the history of every mirror branch's moves, which
+``orchestration/history.py`` reads back.
 """
 
 import time
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import dagster as dg
 
 from ...mirrors import Mirror
 from ...replication import RefResult
-from ..resources import ReplicationResource
-from .checks import ranges_validated_result, ranges_validated_spec
-from .spark import SparkValidatorResource
+from ..options import DEFAULT_OPTIONS, MirrorDefsOptions
+from .checks import ranges_validated_evaluation, ranges_validated_spec
 
 __all__ = [
     "ASSET_PREFIX",
@@ -25,10 +27,11 @@ __all__ = [
     "branch_partitions",
     "branch_partitions_name",
     "build_branch_heads_asset",
+    "build_source_asset",
     "mirror_asset_key",
 ]
 
-ASSET_PREFIX = "lakefs_mirror"
+ASSET_PREFIX = DEFAULT_OPTIONS.key_prefix[0]
 #: Metadata keys every branch-heads materialization carries (``history.py`` reads them back).
 META_ACTION = "action"
 META_SOURCE_COMMIT = "source_commit_id"
@@ -36,89 +39,127 @@ META_MIRROR_COMMIT = "mirror_commit_id"
 META_PREVIOUS = "previous_mirror_commit_id"
 META_COMMIT_TIME = "commit_time"
 META_LAG = "lag_seconds"
-#: The run's log line once the run is set up (service, mirror, engine) and the branch's sync begins:
+#: The run's log line once the run is set up (service, mirror, engine) and the branches' sync begins:
 #: ``benchmarks/lag.py`` splits a run's time at it.
 SYNC_STARTED = "sync started"
 
 
-def mirror_asset_key(mirror: str) -> dg.AssetKey:
-    return dg.AssetKey([ASSET_PREFIX, mirror, "branch_heads"])
+def mirror_asset_key(mirror: str, options: MirrorDefsOptions = DEFAULT_OPTIONS) -> dg.AssetKey:
+    return options.branch_heads_key(mirror)
 
 
-def branch_partitions_name(mirror: str) -> str:
-    return f"{mirror}_branches"
+def branch_partitions_name(mirror: str, options: MirrorDefsOptions = DEFAULT_OPTIONS) -> str:
+    return options.partitions_name(mirror)
 
 
-def branch_partitions(mirror: str) -> dg.DynamicPartitionsDefinition:
+def branch_partitions(mirror: str, options: MirrorDefsOptions = DEFAULT_OPTIONS) -> dg.DynamicPartitionsDefinition:
     """Branch names of ``mirror``; the commit sensor adds and removes them."""
-    return dg.DynamicPartitionsDefinition(name=branch_partitions_name(mirror))
+    return dg.DynamicPartitionsDefinition(name=options.partitions_name(mirror))
 
 
-def build_branch_heads_asset(mirror: str) -> dg.AssetsDefinition:
+def build_source_asset(mirror: Mirror | str, options: MirrorDefsOptions = DEFAULT_OPTIONS) -> dg.AssetSpec:
+    """The source repository as an external asset upstream of the mirror (lakeFS writes it, not Dagster)."""
+    name = mirror if isinstance(mirror, str) else mirror.name
+    metadata: dict[str, Any] = {"mirror": name}
+    if not isinstance(mirror, str):
+        metadata.update(source_repository=mirror.source_repository, source_region=mirror.source_region)
+    return dg.AssetSpec(
+        options.source_key(name),
+        group_name=options.group_name,
+        kinds={"lakefs"},
+        description=f"The source repository of mirror {name}, in its source region (written through lakeFS).",
+        metadata=metadata,
+    )
+
+
+def build_branch_heads_asset(mirror: str, options: MirrorDefsOptions = DEFAULT_OPTIONS) -> dg.AssetsDefinition:
     """The branch-heads asset of one mirror (the mirror is looked up by name at run time)."""
-    key = mirror_asset_key(mirror)
-
-    @dg.asset(
-        key=key,
-        partitions_def=branch_partitions(mirror),
-        check_specs=[ranges_validated_spec(key)],
-        group_name="lakefs_mirrors",
+    key = options.branch_heads_key(mirror)
+    partitions = branch_partitions(mirror, options)
+    spec = dg.AssetSpec(
+        key,
+        partitions_def=partitions,
+        # A branch already in sync is not materialized (nothing moved), so the output may be skipped.
+        skippable=True,
+        group_name=options.group_name,
         kinds={"lakefs", "spark"},
+        deps=[options.source_key(mirror)],
         description=f"Heads of the branches of mirror repository {mirror}: one partition per branch.",
     )
-    def branch_heads(
-        context: dg.AssetExecutionContext,
-        replication: ReplicationResource,
-        spark_validator: SparkValidatorResource,
-    ) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
-        yield from _mirror_branch(context, replication, spark_validator, mirror, context.partition_key)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=dg.BetaWarning)
+        warnings.simplefilter("ignore", category=dg.PreviewWarning)
+
+        @dg.multi_asset(
+            name=key.to_python_identifier(),
+            specs=[spec],
+            check_specs=[ranges_validated_spec(key, partitions)],
+            can_subset=True,
+            backfill_policy=dg.BackfillPolicy.single_run(),
+            required_resource_keys={options.resource_key, options.spark_resource_key},
+        )
+        def branch_heads(context: dg.AssetExecutionContext) -> Iterator[Any]:
+            yield from _mirror_branches(context, options, mirror, context.partition_keys)
 
     return branch_heads
 
 
-def _mirror_branch(
-    context: dg.AssetExecutionContext,
-    replication: ReplicationResource,
-    spark_validator: SparkValidatorResource,
-    mirror_name: str,
-    branch: str,
-) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
+def _mirror_branches(
+    context: dg.AssetExecutionContext, options: MirrorDefsOptions, mirror_name: str, branches: Sequence[str]
+) -> Iterator[dg.AssetCheckResult | dg.AssetCheckEvaluation | dg.MaterializeResult | dg.AssetMaterialization]:
     started = time.monotonic()
+    replication = options.replication(context)
     service = replication.service()
     opened = time.monotonic()
     mirror = replication.active_mirror(mirror_name)
     found = time.monotonic()
-    engine, spark = spark_validator.engine_for(service, mirror, log=context.log.info)
+    engine, spark = options.spark(context).engine_for(service, mirror, log=context.log.info)
+    what = branches[0] if len(branches) == 1 else f"{len(branches)} branches"
     context.log.info(
-        f"{mirror.name}/{branch}: {SYNC_STARTED} (set-up: service {opened - started:.2f}s, mirror "
+        f"{mirror.name}/{what}: {SYNC_STARTED} (set-up: service {opened - started:.2f}s, mirror "
         f"{found - opened:.2f}s, engine {time.monotonic() - found:.2f}s)"
     )
-    ref = engine.sync_branch(branch)
-    context.log.info(
-        f"{mirror.name}/{branch}: {ref.action} (source {ref.source_commit}, mirror was {ref.mirror_commit_before})"
-    )
-    yield ranges_validated_result(
-        branch=branch,
-        target=ref.source_commit or "",
-        error=ref.error,
-        ranges_validated=ref.stats.ranges_validated,
-        spark=spark,
-    )
-    if ref.error is not None:
+    single = len(branches) == 1
+    refs = [engine.sync_branch(branches[0])] if single else engine.sync(branches=branches, tags=False).refs
+    key = options.branch_heads_key(mirror.name)
+    for ref in refs:
+        was = ref.mirror_commit_before
+        context.log.info(f"{mirror.name}/{ref.name}: {ref.action} (source {ref.source_commit}, mirror was {was})")
+        yield ranges_validated_evaluation(
+            key,
+            branch=ref.name,
+            target=ref.source_commit or "",
+            error=ref.error,
+            ranges_validated=ref.stats.ranges_validated,
+            spark=spark,
+            partitioned_run=not single,
+        )
+        if ref.error is None and ref.moved:
+            yield _materialization(key, mirror, ref, started, single)
+    synced = {ref.name for ref in refs}
+    for gone in (b for b in branches if b not in synced):  # on neither side: the commit sensor drops it
+        context.log.info(f"{mirror.name}/{gone}: neither the source nor the mirror has this branch")
+    failed = [ref for ref in refs if ref.error is not None]
+    if failed:
+        first = failed[0]
         raise dg.Failure(
-            description=f"{mirror.name}/{branch} not promoted to {ref.source_commit}: {ref.error}",
+            description=f"{mirror.name}: {len(failed)} branch(es) not promoted: "
+            + "; ".join(f"{r.name} to {r.source_commit}: {r.error}" for r in failed[:10]),
             metadata={
-                "source_commit_id": ref.source_commit or "",
-                "mirror_commit_id": ref.mirror_commit or "",
+                "blocked_branches": dg.MetadataValue.json(sorted(r.name for r in failed)[:50]),
+                "source_commit_id": first.source_commit or "",
+                "mirror_commit_id": first.mirror_commit or "",
                 # transfer.mode external: how many objects the store's replication has yet to deliver
-                "objects_awaited": ref.stats.objects_awaited,
-                "objects_missing": ref.stats.objects_missing,
+                "objects_awaited": sum(r.stats.objects_awaited for r in failed),
+                "objects_missing": sum(r.stats.objects_missing for r in failed),
             },
         )
-    yield _materialization(mirror, ref, started)
 
 
-def _materialization(mirror: Mirror, ref: RefResult, started: float) -> dg.MaterializeResult:
+def _materialization(
+    key: dg.AssetKey, mirror: Mirror, ref: RefResult, started: float, single: bool
+) -> dg.MaterializeResult | dg.AssetMaterialization:
+    """The branch's move: the step's output in a one-branch run, else a materialization of its partition."""
     stats = ref.stats
     metadata: dict[str, Any] = {
         "mirror": mirror.name,
@@ -138,4 +179,8 @@ def _materialization(mirror: Mirror, ref: RefResult, started: float) -> dg.Mater
         metadata[META_COMMIT_TIME] = dg.MetadataValue.timestamp(float(ref.source_commit_time))
     if ref.lag_seconds is not None:
         metadata[META_LAG] = round(ref.lag_seconds, 3)
-    return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(ref.mirror_commit or "deleted"))
+    if single:
+        return dg.MaterializeResult(
+            asset_key=key, metadata=metadata, data_version=dg.DataVersion(ref.mirror_commit or "deleted")
+        )
+    return dg.AssetMaterialization(asset_key=key, partition=ref.name, metadata=metadata)

@@ -17,18 +17,28 @@ from ...replication.validation import RangeValidation
 if TYPE_CHECKING:
     from ...spark.wiring import SparkUse
 
-__all__ = ["MAX_REPORTED_MISSING", "RANGES_VALIDATED", "ranges_validated_result", "ranges_validated_spec"]
+__all__ = [
+    "MAX_REPORTED_MISSING",
+    "RANGES_VALIDATED",
+    "ranges_validated_evaluation",
+    "ranges_validated_result",
+    "ranges_validated_spec",
+]
 
 RANGES_VALIDATED = "ranges_validated"
 #: How many missing objects a failed check lists in its metadata.
 MAX_REPORTED_MISSING = 20
 
 
-def ranges_validated_spec(asset_key: dg.AssetKey) -> dg.AssetCheckSpec:
+def ranges_validated_spec(
+    asset_key: dg.AssetKey, partitions: dg.PartitionsDefinition | None = None
+) -> dg.AssetCheckSpec:
+    """The check of a mirror asset; with ``partitions`` (the branch partitions) it is evaluated per branch."""
     return dg.AssetCheckSpec(
         RANGES_VALIDATED,
         asset=asset_key,
         blocking=True,
+        partitions_def=partitions,
         description=(
             "Every range of the target commit, and every object those ranges name, is present at the "
             "destination with the recorded size (validated on Spark). A failure leaves the branch unpromoted."
@@ -36,12 +46,54 @@ def ranges_validated_spec(asset_key: dg.AssetKey) -> dg.AssetCheckSpec:
     )
 
 
+def ranges_validated_evaluation(
+    asset_key: dg.AssetKey,
+    *,
+    branch: str,
+    target: str,
+    error: str | None,
+    ranges_validated: int,
+    spark: SparkUse,
+    partitioned_run: bool,
+) -> dg.AssetCheckResult | dg.AssetCheckEvaluation:
+    """One branch's outcome: the step's check result in a one-branch run (Dagster files it under the run's
+    partition), else an evaluation of that branch's partition (a run of many branches has no one partition)."""
+    result = ranges_validated_result(
+        branch=branch,
+        target=target,
+        error=error,
+        ranges_validated=ranges_validated,
+        spark=spark,
+        missing_from_spark=not partitioned_run,
+    )
+    if not partitioned_run:
+        return result
+    return dg.AssetCheckEvaluation(
+        asset_key=asset_key,
+        check_name=RANGES_VALIDATED,
+        passed=result.passed,
+        metadata=result.metadata,
+        severity=result.severity,
+        description=result.description,
+        partition=branch,
+    )
+
+
 def ranges_validated_result(
-    *, branch: str, target: str, error: str | None, ranges_validated: int, spark: SparkUse
+    *,
+    branch: str,
+    target: str,
+    error: str | None,
+    ranges_validated: int,
+    spark: SparkUse,
+    missing_from_spark: bool = True,
 ) -> dg.AssetCheckResult:
     """The check's outcome for one promotion attempt (``branch`` names the ref or ``(tags)``): the engine's
-    error, and the first missing objects the run's Spark validator found."""
-    failures: Sequence[RangeValidation] = spark.validator.failures if spark.validator is not None else []
+    error, and (``missing_from_spark``: the run synced this ref alone) the first missing objects the run's Spark
+    validator found."""
+    failures: Sequence[RangeValidation] = (
+        spark.validator.failures if spark.validator is not None and missing_from_spark else []
+    )
     validated_on: Iterable[str] = spark.validator.paths if spark.validator is not None else ()
     missing: list[str] = []
     for failure in failures:

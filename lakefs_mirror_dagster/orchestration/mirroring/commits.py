@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import dagster as dg
 
@@ -34,10 +35,10 @@ from ...mirrors import Mirror, MirrorBranch, MirrorState
 from ...mirrors.wakeups import LOST_REQUEST
 from ...replication import ReplicationService, WokenMirror, pending_block, read_woken, wait_woken
 from ...replication.heads import branch_head, branch_heads, tag_commits
-from ..resources import ReplicationResource
-from .branch_heads import branch_partitions, branch_partitions_name, mirror_asset_key
+from ..options import DEFAULT_OPTIONS, MirrorDefsOptions
+from .branch_heads import branch_partitions
 from .checks import RANGES_VALIDATED
-from .tags import tags_asset_key, tags_digest
+from .tags import tags_digest
 
 __all__ = [
     "BRANCH_TAG",
@@ -54,6 +55,8 @@ __all__ = [
     "tags_run_request",
 ]
 
+#: What a commit sensor launches: the mirror's in-process jobs (``mirroring_definitions``) or its assets.
+SensorTarget = Any
 MAX_REQUESTS_PER_TICK = 200
 TICK_BUDGET_SECONDS = 40.0
 MAX_PARTITION_DELETES_PER_TICK = 500
@@ -62,6 +65,9 @@ MAX_PARTITION_DELETES_PER_TICK = 500
 MIRROR_TAG = "lakefs_mirror/mirror"
 BRANCH_TAG = "lakefs_mirror/branch"
 SOURCE_COMMIT_TAG = "lakefs_mirror/source_commit"
+#: Dagster's own run tags (system tags, stable across releases; the constants live in a private module).
+RUN_KEY_TAG = "dagster/run_key"
+SENSOR_NAME_TAG = "dagster/sensor_name"
 
 
 #: Dagster's sensor daemon starts the ticks of every sensor not still running once per loop of this many seconds
@@ -77,13 +83,13 @@ _LISTENING: dict[str, dict[str, float]] = {}
 _LISTENING_LOCK = threading.Lock()
 
 
-def commit_sensor_name(mirror: str) -> str:
-    return f"lakefs_mirror_{mirror.replace('-', '_')}_commits"
+def commit_sensor_name(mirror: str, options: MirrorDefsOptions = DEFAULT_OPTIONS) -> str:
+    return options.name(f"{mirror.replace('-', '_')}_commits")
 
 
-def hooks_sensor_name(mirror: str, listener: int) -> str:
+def hooks_sensor_name(mirror: str, listener: int, options: MirrorDefsOptions = DEFAULT_OPTIONS) -> str:
     """The ``listener``-th (2, 3, ...) sensor that waits for ``mirror``'s hooks (the commit sensor is the first)."""
-    return f"lakefs_mirror_{mirror.replace('-', '_')}_hooks_{listener}"
+    return options.name(f"{mirror.replace('-', '_')}_hooks_{listener}")
 
 
 def run_key(mirror: str, branch: str, source_head: str | None, mirror_head: str | None, retry: int = 0) -> str:
@@ -113,6 +119,7 @@ def scan_branches(
     after: str = "",
     max_requests: int = MAX_REQUESTS_PER_TICK,
     budget_seconds: float = TICK_BUDGET_SECONDS,
+    options: MirrorDefsOptions = DEFAULT_OPTIONS,
 ) -> BranchScan:
     """Compare source and mirror branch heads for names after ``after`` (sorted), within the limits."""
     deadline = time.monotonic() + budget_seconds
@@ -129,7 +136,8 @@ def scan_branches(
             break
         scan.scanned += 1
         scan.resume_after = name
-        _compare_branch(service, mirror, scan, name, (src.get(name), dst.get(name)), known_partitions, state)
+        heads = (src.get(name), dst.get(name))
+        _compare_branch(service, mirror, scan, name, heads, known_partitions, state, options)
     else:
         scan.resume_after = ""  # a full pass: start from the first branch next tick
     gone = sorted(known_partitions - set(src) - set(dst))
@@ -138,7 +146,12 @@ def scan_branches(
 
 
 def scan_woken(
-    service: ReplicationService, mirror: Mirror, branches: Iterable[str], *, known_partitions: set[str]
+    service: ReplicationService,
+    mirror: Mirror,
+    branches: Iterable[str],
+    *,
+    known_partitions: set[str],
+    options: MirrorDefsOptions = DEFAULT_OPTIONS,
 ) -> BranchScan:
     """What ``scan_branches`` decides, for only the ``branches`` lakeFS hooks named (their heads read one by
     one): the same run keys, so a branch a hook and the next full scan both find gets one run."""
@@ -151,7 +164,7 @@ def scan_woken(
         )
         scan.scanned += 1
         if heads[0] is not None or heads[1] is not None:
-            _compare_branch(service, mirror, scan, name, heads, known_partitions, state)
+            _compare_branch(service, mirror, scan, name, heads, known_partitions, state, options)
     return scan
 
 
@@ -177,6 +190,7 @@ def _compare_branch(
     heads: tuple[str | None, str | None],
     known_partitions: set[str],
     state: "_BranchStates",
+    options: MirrorDefsOptions,
 ) -> None:
     """Add ``name``'s partition if new and, when its source and mirror heads differ, a run request (unless its
     blocked head is still in its cooldown), recording the source head's time for ``status``."""
@@ -191,11 +205,12 @@ def _compare_branch(
         return
     scan.requests.append(
         dg.RunRequest(
+            job_name=options.branches_job_name(mirror.name),
             partition_key=name,
-            asset_selection=[mirror_asset_key(mirror.name)],
+            asset_selection=[options.branch_heads_key(mirror.name)],
             # Only the blocking check: the ``fresh`` check reads every branch of the mirror, and the
             # sensor evaluates it each tick; in each branch's run it would cost O(branches) per run.
-            asset_check_keys=[dg.AssetCheckKey(mirror_asset_key(mirror.name), RANGES_VALIDATED)],
+            asset_check_keys=[dg.AssetCheckKey(options.branch_heads_key(mirror.name), RANGES_VALIDATED)],
             run_key=run_key(mirror.name, name, source_head, mirror_head, block.attempts if block else 0),
             tags={MIRROR_TAG: mirror.name, BRANCH_TAG: name, SOURCE_COMMIT_TAG: source_head or "deleted"},
         )
@@ -212,7 +227,9 @@ def _compare_branch(
         )
 
 
-def tags_run_request(service: ReplicationService, mirror: Mirror) -> dg.RunRequest | None:
+def tags_run_request(
+    service: ReplicationService, mirror: Mirror, options: MirrorDefsOptions = DEFAULT_OPTIONS
+) -> dg.RunRequest | None:
     """One run of the mirror's tags asset when its tag set differs from the source's, else None."""
     page = service.config.commit_sensor.list_branch_page_size
     source = tags_digest(
@@ -224,7 +241,8 @@ def tags_run_request(service: ReplicationService, mirror: Mirror) -> dg.RunReque
     if source == current:
         return None
     return dg.RunRequest(
-        asset_selection=[tags_asset_key(mirror.name)],
+        job_name=options.tags_job_name(mirror.name),
+        asset_selection=[options.tags_key(mirror.name)],
         run_key=f"{mirror.name}/tags/{source}@{current}",
         tags={MIRROR_TAG: mirror.name, "lakefs_mirror/tags": "all"},
     )
@@ -236,9 +254,9 @@ def _last_scanned(scan: BranchScan, after: str) -> str:
 
 def build_commit_sensor(
     mirror: str,
-    target: dg.AssetsDefinition,
+    target: SensorTarget,
     *,
-    tags_target: dg.AssetsDefinition | None = None,
+    tags_target: SensorTarget | None = None,
     interval_seconds: int,
     max_requests: int = MAX_REQUESTS_PER_TICK,
     budget_seconds: float = TICK_BUDGET_SECONDS,
@@ -246,6 +264,7 @@ def build_commit_sensor(
     hooks_interval_seconds: int | None = None,
     hooks_wait_seconds: float = 0.0,
     hooks_listeners: int = 1,
+    options: MirrorDefsOptions = DEFAULT_OPTIONS,
 ) -> dg.SensorDefinition:
     """The commit sensor of one mirror, running by default so a new mirror replicates without a click. With
     ``max_behind_seconds``, each tick also evaluates the mirror's ``fresh`` check (``freshness.py``).
@@ -258,27 +277,28 @@ def build_commit_sensor(
     daemon starts a tick at most every 5 s, so without it a hook waits 2.5 s on average for the next tick. With
     ``hooks_listeners`` > 1 it is the first of that many listeners (``build_hooks_sensor``): wake-ups are claimed
     and every run key recorded first (see the module's docstring)."""
-    partitions = branch_partitions(mirror)
-    name = commit_sensor_name(mirror)
+    partitions = branch_partitions(mirror, options)
+    name = commit_sensor_name(mirror, options)
     shared = hooks_listeners > 1
 
     @dg.sensor(
         name=name,
-        target=[target] + ([tags_target] if tags_target is not None else []),
+        jobs=[target] + ([tags_target] if tags_target is not None else []),
         minimum_interval_seconds=hooks_interval_seconds or interval_seconds,
         default_status=dg.DefaultSensorStatus.RUNNING,
+        required_resource_keys={options.resource_key},
         description=f"Requests a run for every branch of mirror {mirror} whose source head moved, and for its tags.",
     )
-    def commit_sensor(context: dg.SensorEvaluationContext, replication: ReplicationResource) -> dg.SensorResult:
+    def commit_sensor(context: dg.SensorEvaluationContext, **_resources: object) -> dg.SensorResult:
         started = time.monotonic()
-        service = replication.service()
+        service = options.replication(context).service()
         state = json.loads(context.cursor) if context.cursor else {}
         woken: list[WokenMirror] = []
         if hooks_interval_seconds is not None:
             if time.time() - state.get("full_at", 0.0) < interval_seconds:
                 woken = _listen(service, mirror, name, started, hooks_wait_seconds, claim=shared)
                 return _woken_result(
-                    context, service, woken, partitions, tags_target is not None, requester=name if shared else None
+                    context, service, woken, options, tags_target is not None, requester=name if shared else None
                 )
             woken, _ = read_woken(service, name=mirror)
         found = next(service.my_mirrors(name=mirror), None)
@@ -286,7 +306,7 @@ def build_commit_sensor(
             state = "gone" if found is None else found.state.value
             return dg.SensorResult(skip_reason=f"mirror {mirror} is {state}", cursor=context.cursor)
         after = state.get("after", "")
-        known = set(context.instance.get_dynamic_partitions(branch_partitions_name(mirror)))
+        known = set(context.instance.get_dynamic_partitions(options.partitions_name(mirror)))
         scan = scan_branches(
             service,
             found,
@@ -294,6 +314,7 @@ def build_commit_sensor(
             after=after,
             max_requests=max_requests,
             budget_seconds=budget_seconds,
+            options=options,
         )
         dynamic: list[dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest] = []
         if scan.add:
@@ -301,14 +322,14 @@ def build_commit_sensor(
         if scan.delete:
             dynamic.append(partitions.build_delete_request(scan.delete))
         if tags_target is not None:
-            tags_request = tags_run_request(service, found)
+            tags_request = tags_run_request(service, found, options)
             if tags_request is not None:
                 scan.requests.append(tags_request)
         if shared:
             scan.requests = _record_requests(context, service, found, scan.requests, name)
         fresh = state.get("fresh", "")
         if max_behind_seconds is not None:
-            fresh = _report_freshness(context, service, mirror, max_behind_seconds, fresh)
+            fresh = _report_freshness(context, service, mirror, max_behind_seconds, fresh, options)
         full_at = state.get("full_at", 0.0) if scan.resume_after else time.time()  # an unfinished scan goes on
         cursor = json.dumps({"after": scan.resume_after, "fresh": fresh, "full_at": full_at})
         for entry in woken:  # what the hooks named before this scan, the scan covered
@@ -334,31 +355,32 @@ def build_commit_sensor(
 
 def build_hooks_sensor(
     mirror: str,
-    target: dg.AssetsDefinition,
+    target: SensorTarget,
     *,
     listener: int,
-    tags_target: dg.AssetsDefinition | None = None,
+    tags_target: SensorTarget | None = None,
     hooks_interval_seconds: int,
     hooks_wait_seconds: float,
+    options: MirrorDefsOptions = DEFAULT_OPTIONS,
 ) -> dg.SensorDefinition:
     """The ``listener``-th (2, 3, ...) sensor waiting for ``mirror``'s hooks beside its commit sensor
     (``hooks.sensor_listeners``): its ticks only wait for wake-ups, claim them and request their runs as the
     commit sensor's hooks ticks do (same keys, each recorded first); it never scans."""
-    partitions = branch_partitions(mirror)
-    name = hooks_sensor_name(mirror, listener)
+    name = hooks_sensor_name(mirror, listener, options)
 
     @dg.sensor(
         name=name,
-        target=[target] + ([tags_target] if tags_target is not None else []),
+        jobs=[target] + ([tags_target] if tags_target is not None else []),
         minimum_interval_seconds=hooks_interval_seconds,
         default_status=dg.DefaultSensorStatus.RUNNING,
+        required_resource_keys={options.resource_key},
         description=f"Waits for lakeFS hooks of mirror {mirror} beside its commit sensor and requests their runs.",
     )
-    def hooks_sensor(context: dg.SensorEvaluationContext, replication: ReplicationResource) -> dg.SensorResult:
+    def hooks_sensor(context: dg.SensorEvaluationContext, **_resources: object) -> dg.SensorResult:
         started = time.monotonic()
-        service = replication.service()
+        service = options.replication(context).service()
         woken = _listen(service, mirror, name, started, hooks_wait_seconds, claim=True)
-        return _woken_result(context, service, woken, partitions, tags_target is not None, requester=name)
+        return _woken_result(context, service, woken, options, tags_target is not None, requester=name)
 
     return hooks_sensor
 
@@ -395,8 +417,6 @@ def _record_requests(
     """The run requests this sensor may make: each key recorded for its ref (``request_run``) unless another
     sensor of the mirror recorded it first or already has a run with it (a recorded key lapses after
     ``LOST_REQUEST``, when its tick died before Dagster got it, and the record is then taken over)."""
-    from dagster._core.storage.tags import RUN_KEY_TAG, SENSOR_NAME_TAG
-
     now = dt.datetime.now(dt.UTC)
     kept: list[dg.RunRequest] = []
     for request in requests:
@@ -416,7 +436,7 @@ def _woken_result(
     context: dg.SensorEvaluationContext,
     service: ReplicationService,
     woken: list[WokenMirror],
-    partitions: dg.DynamicPartitionsDefinition,
+    options: MirrorDefsOptions,
     with_tags: bool,
     *,
     requester: str | None = None,
@@ -428,10 +448,10 @@ def _woken_result(
     entry = woken[0]  # read_woken(name=...) returns this mirror alone
     scan = BranchScan()
     if entry.mirror.state == MirrorState.ACTIVE:
-        known = set(context.instance.get_dynamic_partitions(branch_partitions_name(entry.mirror.name)))
-        scan = scan_woken(service, entry.mirror, entry.branches, known_partitions=known)
+        known = set(context.instance.get_dynamic_partitions(options.partitions_name(entry.mirror.name)))
+        scan = scan_woken(service, entry.mirror, entry.branches, known_partitions=known, options=options)
         if with_tags and entry.tags:
-            tags_request = tags_run_request(service, entry.mirror)
+            tags_request = tags_run_request(service, entry.mirror, options)
             if tags_request is not None:
                 scan.requests.append(tags_request)
         if requester is not None:
@@ -441,6 +461,7 @@ def _woken_result(
         f"{entry.mirror.name}: {len(entry.wakeups)} hook wake-up(s), {len(scan.requests)} run(s) requested"
         + (f", {len(scan.cooling)} blocked branch(es) in their cooldown" if scan.cooling else "")
     )
+    partitions = branch_partitions(woken[0].mirror.name, options)
     dynamic = [partitions.build_add_request(scan.add)] if scan.add else []
     if not scan.requests:
         return dg.SensorResult(
@@ -452,13 +473,18 @@ def _woken_result(
 
 
 def _report_freshness(
-    context: dg.SensorEvaluationContext, service: ReplicationService, mirror: str, max_behind: float, last: str
+    context: dg.SensorEvaluationContext,
+    service: ReplicationService,
+    mirror: str,
+    max_behind: float,
+    last: str,
+    options: MirrorDefsOptions,
 ) -> str:
     """Report the ``fresh`` check when its outcome changed since ``last``, or while it fails (its lag values
     then plot over time); returns the outcome to keep in the cursor."""
     from .freshness import fresh_evaluation, outcome_key
 
-    evaluation = fresh_evaluation(service, mirror, max_behind)
+    evaluation = fresh_evaluation(service, mirror, max_behind, options)
     outcome = outcome_key(evaluation)
     if outcome != last or not evaluation.passed:
         context.instance.report_runless_asset_event(evaluation)

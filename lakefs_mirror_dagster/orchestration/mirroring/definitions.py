@@ -1,19 +1,21 @@
-"""The mirroring domain's definitions: per mirror a branch-heads asset with its ``fresh`` check, a tags asset and
-a commit sensor (with ``hooks.sensor_listeners`` > 1, hooks sensors beside it); the mirrors-manager sensor; the
-Spark resource their runs use."""
+"""The mirroring domain's definitions: per mirror the source repository (an external asset), a branch-heads asset
+with its ``fresh`` check, a tags asset, the in-process jobs the commit sensor launches, and the commit sensor
+(with ``hooks.sensor_listeners`` > 1, hooks sensors beside it); the mirrors-manager sensor. Resources are the
+caller's to bind (``options.resource_key`` and ``options.spark_resource_key``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 import dagster as dg
 
-from ...config import FreshnessConfig, ReplicationConfig, SparkConfig, ValidatorConfig
-from .branch_heads import build_branch_heads_asset
+from ...config import FreshnessConfig, ReplicationConfig
+from ..options import DEFAULT_OPTIONS, MirrorDefsOptions
+from ..reload import Reload
+from .branch_heads import build_branch_heads_asset, build_source_asset
 from .commits import build_commit_sensor, build_hooks_sensor
 from .freshness import build_fresh_check
 from .manager import build_mirrors_manager_sensor
-from .spark import SparkValidatorResource
 from .tags import build_tags_asset
 
 __all__ = ["mirroring_definitions"]
@@ -24,17 +26,35 @@ def mirroring_definitions(
     *,
     config: ReplicationConfig | None,
     location_name: str,
-    reload: Callable[[str], str] | None,
+    reload: Reload | None,
     track_mirrors: bool = True,
-    spark_conf: dict[str, str] | None = None,
+    options: MirrorDefsOptions = DEFAULT_OPTIONS,
 ) -> dg.Definitions:
-    """``config`` only supplies sensor intervals and Spark settings (defaults when None);
-    ``track_mirrors=False`` stops the manager sensor from comparing the active set with ``mirrors``."""
+    """``config`` only supplies sensor intervals (defaults when None); ``track_mirrors=False`` stops the manager
+    sensor from comparing the active set with ``mirrors``."""
     names = sorted(set(mirrors))
     commit_interval = config.commit_sensor.process_branches_duration if config else None
     manager_interval = config.mirrors_manager.process_mirrors_interval_duration if config else None
-    branch_assets = [build_branch_heads_asset(name) for name in names]
-    tag_assets = [build_tags_asset(name) for name in names]
+    branch_assets = [build_branch_heads_asset(name, options) for name in names]
+    tag_assets = [build_tags_asset(name, options) for name in names]
+    # The sensor's runs are one step each: in-process, so a run is one process with at most one Spark session.
+    # Only these jobs get that executor; the user's code location keeps its own.
+    branch_jobs = [
+        dg.define_asset_job(
+            options.branches_job_name(name),
+            selection=dg.AssetSelection.assets(options.branch_heads_key(name)),
+            executor_def=dg.in_process_executor,
+        )
+        for name in names
+    ]
+    tag_jobs = [
+        dg.define_asset_job(
+            options.tags_job_name(name),
+            selection=dg.AssetSelection.assets(options.tags_key(name)),
+            executor_def=dg.in_process_executor,
+        )
+        for name in names
+    ]
     max_behind = (config.freshness if config else FreshnessConfig()).max_behind.total_seconds()
     hooks = config.hooks if config and config.hooks.enabled else None
     hooks_interval = _seconds(hooks.poll_interval, 1) if hooks else None
@@ -50,8 +70,9 @@ def mirroring_definitions(
             hooks_interval_seconds=hooks_interval,
             hooks_wait_seconds=hooks_wait,
             hooks_listeners=listeners,
+            options=options,
         )
-        for name, branches, tags in zip(names, branch_assets, tag_assets, strict=True)
+        for name, branches, tags in zip(names, branch_jobs, tag_jobs, strict=True)
     ]
     sensors += [
         build_hooks_sensor(
@@ -61,8 +82,9 @@ def mirroring_definitions(
             tags_target=tags,
             hooks_interval_seconds=hooks_interval or 1,
             hooks_wait_seconds=hooks_wait,
+            options=options,
         )
-        for name, branches, tags in zip(names, branch_assets, tag_assets, strict=True)
+        for name, branches, tags in zip(names, branch_jobs, tag_jobs, strict=True)
         for listener in range(2, listeners + 1)
     ]
     sensors.append(
@@ -71,18 +93,14 @@ def mirroring_definitions(
             interval_seconds=_seconds(manager_interval, 20),
             location_name=location_name,
             reload=reload,
+            options=options,
         )
     )
-    validator = config.validator if config else ValidatorConfig()
     return dg.Definitions(
-        assets=[*branch_assets, *tag_assets],
-        asset_checks=[build_fresh_check(name, max_behind) for name in names],
+        assets=[*(build_source_asset(name, options) for name in names), *branch_assets, *tag_assets],
+        asset_checks=[build_fresh_check(name, max_behind, options) for name in names],
+        jobs=[*branch_jobs, *tag_jobs],
         sensors=sensors,
-        resources={
-            "spark_validator": SparkValidatorResource.from_config(
-                config.spark if config else SparkConfig(), validator.num_workers, spark_conf
-            ),
-        },
     )
 
 

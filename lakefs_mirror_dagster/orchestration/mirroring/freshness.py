@@ -10,7 +10,6 @@ evaluation) when it changes, and on every tick while it fails, so the lag values
 in the UI. It can also be executed from the UI like any asset check.
 """
 
-from __future__ import annotations
 
 from typing import Any
 
@@ -18,15 +17,19 @@ import dagster as dg
 
 from ...replication import ReplicationService
 from ...replication.status import MirrorStatus, stale, status_report
-from ..resources import ReplicationResource
-from .branch_heads import mirror_asset_key
+from ..options import DEFAULT_OPTIONS, MirrorDefsOptions
 
 __all__ = ["FRESH", "build_fresh_check", "fresh_evaluation"]
 
 FRESH = "fresh"
 
 
-def fresh_evaluation(service: ReplicationService, mirror: str, max_behind_seconds: float) -> dg.AssetCheckEvaluation:
+def fresh_evaluation(
+    service: ReplicationService,
+    mirror: str,
+    max_behind_seconds: float,
+    options: MirrorDefsOptions = DEFAULT_OPTIONS,
+) -> dg.AssetCheckEvaluation:
     """The check's outcome now: failed naming each branch (and its lag) further behind than the threshold."""
     report: list[MirrorStatus] = status_report(service, recent=0, mirror=mirror)
     problems = stale(report, max_behind_seconds)
@@ -40,7 +43,7 @@ def fresh_evaluation(service: ReplicationService, mirror: str, max_behind_second
     if problems:
         metadata["stale"] = dg.MetadataValue.md("\n".join(f"- {line}" for line in problems))
     return dg.AssetCheckEvaluation(
-        asset_key=mirror_asset_key(mirror),
+        asset_key=options.branch_heads_key(mirror),
         check_name=FRESH,
         passed=not problems,
         metadata=metadata,
@@ -53,16 +56,19 @@ def outcome_key(evaluation: dg.AssetCheckEvaluation) -> str:
     return "passed" if evaluation.passed else "failed:" + str(evaluation.description)
 
 
-def build_fresh_check(mirror: str, max_behind_seconds: float) -> dg.AssetChecksDefinition:
+def build_fresh_check(
+    mirror: str, max_behind_seconds: float, options: MirrorDefsOptions = DEFAULT_OPTIONS
+) -> dg.AssetChecksDefinition:
     """The check as a definition, so the UI lists it under the asset and can execute it."""
 
     @dg.asset_check(
-        asset=mirror_asset_key(mirror),
+        asset=options.branch_heads_key(mirror),
         name=FRESH,
+        required_resource_keys={options.resource_key},
         description=f"No branch of {mirror} is more than {max_behind_seconds:g}s behind its source head.",
     )
-    def fresh(replication: ReplicationResource) -> dg.AssetCheckResult:
-        evaluation = fresh_evaluation(replication.service(), mirror, max_behind_seconds)
+    def fresh(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        evaluation = fresh_evaluation(options.replication(context).service(), mirror, max_behind_seconds, options)
         return dg.AssetCheckResult(
             passed=evaluation.passed, metadata=evaluation.metadata, description=evaluation.description
         )

@@ -10,20 +10,18 @@ the CLI gets its asset and commit sensor without restarting any Dagster process.
 
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import dagster as dg
 
 from ...mirrors import MirrorState
 from ...replication import RETIRING, ReplicationService
-from ..reload import request_reload
-from ..resources import ReplicationResource
-from .branch_heads import branch_partitions_name
+from ..options import DEFAULT_OPTIONS, MirrorDefsOptions
+from ..reload import Reload, request_reload
 
 __all__ = ["MANAGER_SENSOR_NAME", "ManagerReport", "build_mirrors_manager_sensor", "reconcile_mirrors"]
 
-MANAGER_SENSOR_NAME = "lakefs_mirror_manager"
+MANAGER_SENSOR_NAME = DEFAULT_OPTIONS.name("manager")
 #: A reload that did not take effect is asked for again after this long.
 RELOAD_RETRY_SECONDS = 300.0
 _ACTIVATE = (MirrorState.PENDING, MirrorState.CREATING, MirrorState.FAILED)
@@ -78,7 +76,8 @@ def build_mirrors_manager_sensor(
     *,
     interval_seconds: int,
     location_name: str,
-    reload: Callable[[str], str] | None = request_reload,
+    reload: Reload | None = request_reload,
+    options: MirrorDefsOptions = DEFAULT_OPTIONS,
 ) -> dg.SensorDefinition:
     """The manager sensor; ``loaded_mirrors`` are the mirrors the current definitions have assets for.
 
@@ -86,19 +85,20 @@ def build_mirrors_manager_sensor(
     """
 
     @dg.sensor(
-        name=MANAGER_SENSOR_NAME,
+        name=options.name("manager"),
         minimum_interval_seconds=interval_seconds,
         default_status=dg.DefaultSensorStatus.RUNNING,
+        required_resource_keys={options.resource_key},
         description="Activates pending mirrors, deletes deleted ones, and reloads definitions when mirrors change.",
     )
-    def mirrors_manager(context: dg.SensorEvaluationContext, replication: ReplicationResource) -> dg.SensorResult:
-        service = replication.service()
+    def mirrors_manager(context: dg.SensorEvaluationContext, **_resources: object) -> dg.SensorResult:
+        service = options.replication(context).service()
         report = reconcile_mirrors(service)
         dynamic: list[dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest] = []
         for name in report.deleted:
-            keys = context.instance.get_dynamic_partitions(branch_partitions_name(name))
+            keys = context.instance.get_dynamic_partitions(options.partitions_name(name))
             if keys:
-                dynamic.append(dg.DeleteDynamicPartitionsRequest(branch_partitions_name(name), keys))
+                dynamic.append(dg.DeleteDynamicPartitionsRequest(options.partitions_name(name), keys))
         state = json.loads(context.cursor) if context.cursor else {}
         message = report.summary()
         wanted = sorted(report.active)

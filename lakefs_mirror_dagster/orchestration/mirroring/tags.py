@@ -17,10 +17,8 @@ from typing import Any
 import dagster as dg
 
 from ...replication import RefAction, RefResult, TransferStats
-from ..resources import ReplicationResource
-from .branch_heads import ASSET_PREFIX
+from ..options import DEFAULT_OPTIONS, MirrorDefsOptions
 from .checks import ranges_validated_result, ranges_validated_spec
-from .spark import SparkValidatorResource
 
 __all__ = ["build_tags_asset", "tags_asset_key", "tags_digest"]
 
@@ -28,8 +26,8 @@ __all__ = ["build_tags_asset", "tags_asset_key", "tags_digest"]
 MAX_LISTED = 50
 
 
-def tags_asset_key(mirror: str) -> dg.AssetKey:
-    return dg.AssetKey([ASSET_PREFIX, mirror, "tags"])
+def tags_asset_key(mirror: str, options: MirrorDefsOptions = DEFAULT_OPTIONS) -> dg.AssetKey:
+    return options.tags_key(mirror)
 
 
 def tags_digest(tags: Mapping[str, str]) -> str:
@@ -40,23 +38,21 @@ def tags_digest(tags: Mapping[str, str]) -> str:
     return h.hexdigest()[:16]
 
 
-def build_tags_asset(mirror: str) -> dg.AssetsDefinition:
+def build_tags_asset(mirror: str, options: MirrorDefsOptions = DEFAULT_OPTIONS) -> dg.AssetsDefinition:
     """The tags asset of one mirror (the mirror is looked up by name at run time)."""
-    key = tags_asset_key(mirror)
+    key = options.tags_key(mirror)
 
     @dg.asset(
         key=key,
         check_specs=[ranges_validated_spec(key)],
-        group_name="lakefs_mirrors",
+        group_name=options.group_name,
         kinds={"lakefs", "spark"},
+        deps=[options.source_key(mirror)],
+        required_resource_keys={options.resource_key, options.spark_resource_key},
         description=f"Tags of mirror repository {mirror}, each pointing at the same commit ID as at the source.",
     )
-    def tags(
-        context: dg.AssetExecutionContext,
-        replication: ReplicationResource,
-        spark_validator: SparkValidatorResource,
-    ) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
-        yield from _mirror_tags(context, replication, spark_validator, mirror)
+    def tags(context: dg.AssetExecutionContext) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
+        yield from _mirror_tags(context, options, mirror)
 
     return tags
 
@@ -89,15 +85,13 @@ class _TagPass:
 
 
 def _mirror_tags(
-    context: dg.AssetExecutionContext,
-    replication: ReplicationResource,
-    spark_validator: SparkValidatorResource,
-    mirror_name: str,
+    context: dg.AssetExecutionContext, options: MirrorDefsOptions, mirror_name: str
 ) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
     started = time.monotonic()
+    replication = options.replication(context)
     service = replication.service()
     mirror = replication.active_mirror(mirror_name)
-    engine, spark = spark_validator.engine_for(service, mirror, log=context.log.info)
+    engine, spark = options.spark(context).engine_for(service, mirror, log=context.log.info)
     outcome = _TagPass.of(engine.sync_tags())
     source, after = engine.tags()
     context.log.info(f"{mirror.name}: {len(outcome.refs)} tag(s) differed, {len(outcome.blocked)} blocked")
