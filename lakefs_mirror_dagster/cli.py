@@ -329,8 +329,11 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from .errors import needs_extra
     from .replication import ReplicationService
-    from .service import load_policies, serve
+
+    with needs_extra("service", "serve (the mirror management REST API)"):
+        from .service import load_policies, serve
 
     config = _load_config(args)
     policies, users = load_policies(args.policies) if args.policies else (None, None)
@@ -355,7 +358,10 @@ def _storages_list(args: argparse.Namespace) -> int:
 
 
 def _openapi(args: argparse.Namespace) -> int:
-    from .service import write_openapi
+    from .errors import needs_extra
+
+    with needs_extra("service", "openapi (the REST API's document)"):
+        from .service import write_openapi
 
     print(write_openapi(args.path))
     return 0
@@ -386,10 +392,25 @@ def _describe(env: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def version() -> str:
+    """The installed distribution's version (what pip installed, which a bug report needs); the package's own
+    ``__version__`` where it runs from a source tree that was never installed."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as distribution_version
+
+    try:
+        return distribution_version("lakefs-mirror-dagster")
+    except PackageNotFoundError:
+        from . import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .refs.cli import add_promote_command, add_refs_commands
 
     parser = argparse.ArgumentParser(prog="lakefs-mirror", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"lakefs-mirror {version()}")
     parser.add_argument(
         "--config",
         type=Path,

@@ -104,3 +104,26 @@ def test_gc_of_an_unknown_mirror_or_with_a_bad_grace_period_is_a_clear_error(
     bad = _gc_config(tmp_path, garbage_collection={"grace_period": "-1h"})
     assert main(["--config", bad, "gc"]) == 2
     assert "garbage_collection.grace_period" in capsys.readouterr().err
+
+
+def test_version_is_the_installed_distributions(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"lakefs-mirror {version('lakefs-mirror-dagster')}\n"
+
+
+def test_version_falls_back_to_the_package_when_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    import lakefs_mirror_dagster
+    from lakefs_mirror_dagster import cli
+
+    def not_installed(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    monkeypatch.setattr(lakefs_mirror_dagster, "__version__", "9.9.9-source")
+    assert cli.version() == "9.9.9-source"

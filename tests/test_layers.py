@@ -35,6 +35,9 @@ LAYERS: dict[str, int] = {
     "demo": 7,
     "cli": 8,
     "__init__": 9,
+    # The version string the top-level package defines (``lakefs-mirror --version`` reads it when the
+    # distribution's metadata is not installed): data, not code of the layer above.
+    "__version__": 0,
 }
 #: Rooms that may import the orchestration and compute frameworks (the wings and the entry points above them).
 FRAMEWORK_ROOMS = {"dagster": {"orchestration", "demo", "cli"}, "pyspark": {"spark", "orchestration", "demo", "cli"}}
@@ -64,7 +67,11 @@ def _imports(module: str, path: Path) -> Iterator[tuple[str, int]]:
             if node.level:
                 base = package.split(".")
                 base = base[: len(base) - (node.level - 1)]
-                yield ".".join([*base, *([node.module] if node.module else [])]), node.lineno
+                if node.module:
+                    yield ".".join([*base, node.module]), node.lineno
+                else:  # ``from . import a, b``: each name is a submodule or an attribute of the package
+                    for alias in node.names:
+                        yield ".".join([*base, alias.name]), node.lineno
             else:
                 yield node.module or "", node.lineno
 

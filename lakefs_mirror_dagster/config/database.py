@@ -146,9 +146,11 @@ def postgres_url(connection_string: str) -> URL:
         if url.drivername.partition("+")[0] not in ("postgres", "postgresql"):
             raise ValueError(f"unsupported URL scheme {url.drivername!r} for PostgreSQL ({_PG_HELP})")
         return with_psycopg(url)
-    try:
-        from psycopg.conninfo import conninfo_to_dict
+    from ..errors import needs_extra
 
+    with needs_extra("postgres", "a PostgreSQL mirrors database"):
+        from psycopg.conninfo import conninfo_to_dict
+    try:
         params = {k: str(v) for k, v in conninfo_to_dict(text).items() if v is not None}
     except Exception:
         raise ValueError(f"not a valid PostgreSQL connection string ({_PG_HELP})") from None

@@ -12,7 +12,7 @@ import struct
 from collections.abc import Iterator
 
 import cramjam
-import crc32c
+import google_crc32c
 
 from .errors import SSTableError, VarintError
 from .varint import decode_uvarint
@@ -240,7 +240,8 @@ class SSTable:
         block_type = data[end]
         if self.verify_checksums and self.checksum_type == CHECKSUM_CRC32C:
             stored = _U32.unpack_from(data, end + 1)[0]
-            computed = mask_crc(crc32c.crc32c(self._mv[offset : end + 1]))
+            # google_crc32c (Apache-2.0) takes bytes only, not a memoryview: the slice copies the block.
+            computed = mask_crc(google_crc32c.value(data[offset : end + 1]))
             if stored != computed:
                 raise SSTableError(
                     f"checksum mismatch in {_name(what, index)} at offset {offset} (length {length}): stored "

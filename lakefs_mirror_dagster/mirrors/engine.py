@@ -16,6 +16,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 
 from ..config.database import with_psycopg
+from ..errors import needs_extra
 from .errors import InvalidMirrorSpec, MirrorsDatabaseError
 
 __all__ = ["READ_ONLY", "make_engine"]
@@ -33,7 +34,8 @@ def make_engine(url: str | URL, *, busy_timeout_s: float, echo: bool) -> Engine:
     backend = parsed.get_backend_name()
     if backend in ("postgres", "postgresql"):
         parsed = with_psycopg(parsed)  # the config's one PostgreSQL driver rule
-        return create_engine(parsed, echo=echo, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        with needs_extra("postgres", "a PostgreSQL mirrors database"):  # SQLAlchemy imports psycopg here
+            return create_engine(parsed, echo=echo, pool_pre_ping=True, pool_size=5, max_overflow=10)
     if backend != "sqlite":
         raise InvalidMirrorSpec(
             f"unsupported mirrors database URL {parsed.render_as_string(hide_password=True)!r}: "

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..config import SparkConfig
+from ..errors import require_extra
 
 __all__ = ["LazySparkSession", "prepare_python_workers", "spark_session_config"]
 
@@ -30,7 +31,11 @@ def spark_session_config(spark: SparkConfig, *, app_name: str = "lakefs-mirror-v
 
 
 def prepare_python_workers() -> None:
-    """Python workers must import this package: run them with this interpreter unless told otherwise."""
+    """Python workers must import this package: run them with this interpreter unless told otherwise.
+
+    Every route that starts Spark comes here first, so an install without the ``spark`` extra is told which
+    extra to install before anything imports pyspark."""
+    require_extra("spark", "Spark (sync --spark, spark.transfer_enabled, validation on Spark)", "pyspark")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
@@ -38,14 +43,16 @@ class LazySparkSession:
     """A SparkSession built from ``conf`` on first call."""
 
     def __init__(self, conf: Mapping[str, str]) -> None:
+        # Before a sync starts, not mid-way through it when its first big batch starts Spark.
+        require_extra("spark", "Spark (sync --spark, spark.transfer_enabled)", "pyspark")
         self.conf = dict(conf)
         self._session: Any = None
 
     def __call__(self) -> Any:
         if self._session is None:
+            prepare_python_workers()
             from pyspark.sql import SparkSession
 
-            prepare_python_workers()
             builder = SparkSession.builder
             for key, value in self.conf.items():
                 builder = builder.config(key, value)

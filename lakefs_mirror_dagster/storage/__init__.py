@@ -76,12 +76,16 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """The GCS and Azure stores load their SDKs (most of a second) only when first asked for."""
+    from ..errors import needs_extra
+
     if name == "AzureBlockstore":
-        from .azure import AzureBlockstore
+        with needs_extra("azure", "AzureBlockstore"):
+            from .azure import AzureBlockstore
 
         return AzureBlockstore
     if name == "GCSBlockstore":
-        from .gcs import GCSBlockstore
+        with needs_extra("gcs", "GCSBlockstore"):
+            from .gcs import GCSBlockstore
 
         return GCSBlockstore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..config import BlockstoreConfig, ConfigError, StoreConfig, parse_store
+from ..errors import needs_extra
 from .base import Blockstore
 from .errors import StorageConfigError, UnsupportedStorageError
 from .local import LocalBlockstore
@@ -139,7 +140,8 @@ def _build_s3(store_id: str, s3: S3Settings, sizes: _Sizes) -> S3Blockstore:
 
 
 def _build_gs(store_id: str, gs: GSSettings, sizes: _Sizes) -> GCSBlockstore:
-    from .gcs import GCSBlockstore
+    with needs_extra("gcs", f"store {store_id!r} (type gs)"):
+        from .gcs import GCSBlockstore
 
     try:
         return GCSBlockstore(
@@ -154,7 +156,8 @@ def _build_gs(store_id: str, gs: GSSettings, sizes: _Sizes) -> GCSBlockstore:
 
 
 def _build_azure(store_id: str, azure: AzureSettings, sizes: _Sizes) -> AzureBlockstore:
-    from .azure import DEFAULT_AZURE_DOMAIN, AzureBlockstore
+    with needs_extra("azure", f"store {store_id!r} (type azure)"):
+        from .azure import DEFAULT_AZURE_DOMAIN, AzureBlockstore
 
     try:
         return AzureBlockstore(

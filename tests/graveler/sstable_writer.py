@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import cramjam
-import crc32c
+import google_crc32c
 
 SET_TRAILER = b"\x01" + b"\x00" * 7
 SEPARATOR_TRAILER = b"\x11" + b"\xff" * 7
@@ -40,7 +40,7 @@ def lakefs_value(identity: bytes, data: bytes) -> bytes:
 
 
 def masked_crc(data: bytes) -> int:
-    c = crc32c.crc32c(data)
+    c = google_crc32c.value(data)
     return ((((c >> 15) | (c << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
 
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import crc32c
+import google_crc32c
 from lakefs_mirror_devenv import MinioInstance
 
 from lakefs_mirror_dagster.graveler.ident import commit_id, entry_identity
@@ -65,7 +65,7 @@ def _sstable(records: list[tuple[bytes, bytes]], properties: dict[bytes, bytes])
     def put(block: bytes) -> bytes:
         handle = encode_uvarint(len(out)) + encode_uvarint(len(block))
         trailer = bytes([0])
-        out.extend(block + trailer + struct.pack("<I", mask_crc(crc32c.crc32c(block + trailer))))
+        out.extend(block + trailer + struct.pack("<I", mask_crc(google_crc32c.value(block + trailer))))
         return handle
 
     index: list[tuple[bytes, bytes]] = []
