@@ -78,6 +78,12 @@ def test_sensor_ticks_request_runs_that_mirror_every_branch(
         ("feature", f"{name}/feature/{feature_head}@none"),
     }
     assert set(instance.get_dynamic_partitions(branch_partitions_name(name))) == {"main", "feature"}
+    # The source repository, upstream of the mirror, links to each moved branch's commit in lakeFS's UI.
+    observed = instance.fetch_observations(dg.AssetKey(["lakefs_mirror", name, "source"]), limit=1).records
+    [observation] = [r.asset_observation for r in observed]
+    assert observation is not None
+    link = observation.metadata["branch main"].value
+    assert link == f"{lakefs_env.region('region-a').endpoint.rstrip('/')}/repositories/{case.repo}/commits/{main_head}"
 
     validated, paths = [], set()
     for request in tick.run_requests:
@@ -116,6 +122,7 @@ def test_sensor_ticks_request_runs_that_mirror_every_branch(
     assert history[0].previous_mirror_commit_id == main_head
     assert history[0].lag_seconds is not None and history[0].lag_seconds >= 0
     assert history[0].commit_time is not None
+    assert history[0].metadata["source_commit"].endswith(f"/repositories/{case.repo}/commits/{new_main}")
     # What the REST API and `status` serve (the mirrors database) moved with the Dagster promotion too.
     record = case.service.mirrors.get_branch(case.mirror.id, "main")
     assert record is not None and record.mirrored_commit_id == new_main

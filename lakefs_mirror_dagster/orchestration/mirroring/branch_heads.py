@@ -28,6 +28,7 @@ __all__ = [
     "branch_partitions_name",
     "build_branch_heads_asset",
     "build_source_asset",
+    "commit_url",
     "mirror_asset_key",
 ]
 
@@ -55,6 +56,11 @@ def branch_partitions_name(mirror: str, options: MirrorDefsOptions = DEFAULT_OPT
 def branch_partitions(mirror: str, options: MirrorDefsOptions = DEFAULT_OPTIONS) -> dg.DynamicPartitionsDefinition:
     """Branch names of ``mirror``; the commit sensor adds and removes them."""
     return dg.DynamicPartitionsDefinition(name=options.partitions_name(mirror))
+
+
+def commit_url(endpoint: str, repository: str, commit: str) -> str:
+    """The commit's page in the lakeFS UI of ``endpoint`` (a region's base URL)."""
+    return f"{endpoint.rstrip('/')}/repositories/{repository}/commits/{commit}"
 
 
 def build_source_asset(mirror: Mirror | str, options: MirrorDefsOptions = DEFAULT_OPTIONS) -> dg.AssetSpec:
@@ -122,6 +128,7 @@ def _mirror_branches(
     single = len(branches) == 1
     refs = [engine.sync_branch(branches[0])] if single else engine.sync(branches=branches, tags=False).refs
     key = options.branch_heads_key(mirror.name)
+    source_endpoint = service.config.endpoint_for(mirror.source_region)
     for ref in refs:
         was = ref.mirror_commit_before
         context.log.info(f"{mirror.name}/{ref.name}: {ref.action} (source {ref.source_commit}, mirror was {was})")
@@ -135,7 +142,7 @@ def _mirror_branches(
             partitioned_run=not single,
         )
         if ref.error is None and ref.moved:
-            yield _materialization(key, mirror, ref, started, single)
+            yield _materialization(key, mirror, ref, started, single, source_endpoint)
     synced = {ref.name for ref in refs}
     for gone in (b for b in branches if b not in synced):  # on neither side: the commit sensor drops it
         context.log.info(f"{mirror.name}/{gone}: neither the source nor the mirror has this branch")
@@ -157,7 +164,7 @@ def _mirror_branches(
 
 
 def _materialization(
-    key: dg.AssetKey, mirror: Mirror, ref: RefResult, started: float, single: bool
+    key: dg.AssetKey, mirror: Mirror, ref: RefResult, started: float, single: bool, source_endpoint: str
 ) -> dg.MaterializeResult | dg.AssetMaterialization:
     """The branch's move: the step's output in a one-branch run, else a materialization of its partition."""
     stats = ref.stats
@@ -175,6 +182,10 @@ def _materialization(
         "transfer_path": stats.transfer_path or "none",
         "duration_seconds": round(time.monotonic() - started, 3),
     }
+    if ref.source_commit:
+        metadata["source_commit"] = dg.MetadataValue.url(
+            commit_url(source_endpoint, mirror.source_repository, ref.source_commit)
+        )
     if ref.source_commit_time is not None:
         metadata[META_COMMIT_TIME] = dg.MetadataValue.timestamp(float(ref.source_commit_time))
     if ref.lag_seconds is not None:

@@ -36,7 +36,7 @@ from ...mirrors.wakeups import LOST_REQUEST
 from ...replication import ReplicationService, WokenMirror, pending_block, read_woken, wait_woken
 from ...replication.heads import branch_head, branch_heads, tag_commits
 from ..options import DEFAULT_OPTIONS, MirrorDefsOptions
-from .branch_heads import branch_partitions
+from .branch_heads import branch_partitions, commit_url
 from .checks import RANGES_VALIDATED
 from .tags import tags_digest
 
@@ -60,6 +60,8 @@ SensorTarget = Any
 MAX_REQUESTS_PER_TICK = 200
 TICK_BUDGET_SECONDS = 40.0
 MAX_PARTITION_DELETES_PER_TICK = 500
+#: How many moved branches one observation of the source asset links to.
+MAX_OBSERVED_BRANCHES = 50
 #: Tags of every run the sensor requests: the mirror, and for a branch run the branch and the source commit
 #: it was requested for (``deleted`` when the source branch is gone), so runs can be filtered by each.
 MIRROR_TAG = "lakefs_mirror/mirror"
@@ -109,6 +111,8 @@ class BranchScan:
     scanned: int = 0
     #: Differing branches blocked at their source head whose cooldown has not ended: no run this tick.
     cooling: list[str] = field(default_factory=list)
+    #: The source head of each branch a run was requested for (observed on the source asset).
+    source_heads: dict[str, str] = field(default_factory=dict)
 
 
 def scan_branches(
@@ -215,6 +219,8 @@ def _compare_branch(
             tags={MIRROR_TAG: mirror.name, BRANCH_TAG: name, SOURCE_COMMIT_TAG: source_head or "deleted"},
         )
     )
+    if source_head is not None:
+        scan.source_heads[name] = source_head
     known = state.recorded.get(name)
     seen = known is not None and known.source_commit_id == source_head and known.source_commit_time
     if source_head is not None and not seen:  # with its time: how long the mirror is behind it (``status``)
@@ -327,6 +333,7 @@ def build_commit_sensor(
                 scan.requests.append(tags_request)
         if shared:
             scan.requests = _record_requests(context, service, found, scan.requests, name)
+        _observe_source(context, service, found, scan, options)
         fresh = state.get("fresh", "")
         if max_behind_seconds is not None:
             fresh = _report_freshness(context, service, mirror, max_behind_seconds, fresh, options)
@@ -430,6 +437,33 @@ def _record_requests(
     if len(kept) < len(requests):
         context.log.info(f"{mirror.name}: {len(requests) - len(kept)} run(s) already requested by another sensor")
     return kept
+
+
+def _observe_source(
+    context: dg.SensorEvaluationContext,
+    service: ReplicationService,
+    mirror: Mirror,
+    scan: BranchScan,
+    options: MirrorDefsOptions,
+) -> None:
+    """Record on the source asset where its branches moved (with a link to each commit in the lakeFS UI), so the
+    lineage shows what upstream change each mirror run follows."""
+    if not scan.source_heads:
+        return
+    endpoint = service.config.endpoint_for(mirror.source_region)
+    context.instance.report_runless_asset_event(
+        dg.AssetObservation(
+            asset_key=options.source_key(mirror.name),
+            metadata={
+                "source_repository": mirror.source_repository,
+                "branches_moved": len(scan.source_heads),
+                **{
+                    f"branch {branch}": dg.MetadataValue.url(commit_url(endpoint, mirror.source_repository, commit))
+                    for branch, commit in sorted(scan.source_heads.items())[:MAX_OBSERVED_BRANCHES]
+                },
+            },
+        )
+    )
 
 
 def _woken_result(

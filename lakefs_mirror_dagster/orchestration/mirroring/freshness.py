@@ -10,7 +10,6 @@ evaluation) when it changes, and on every tick while it fails, so the lag values
 in the UI. It can also be executed from the UI like any asset check.
 """
 
-
 from typing import Any
 
 import dagster as dg
