@@ -33,6 +33,8 @@ LAYERS: dict[str, int] = {
     "service": 5,
     "orchestration": 6,
     "demo": 7,
+    # The ``dg`` registry module (entry point ``dagster_dg_cli.registry_modules``): the Components, re-exported.
+    "components": 7,
     "cli": 8,
     "__init__": 9,
     # The version string the top-level package defines (``lakefs-mirror --version`` reads it when the
@@ -40,7 +42,10 @@ LAYERS: dict[str, int] = {
     "__version__": 0,
 }
 #: Rooms that may import the orchestration and compute frameworks (the wings and the entry points above them).
-FRAMEWORK_ROOMS = {"dagster": {"orchestration", "demo", "cli"}, "pyspark": {"spark", "orchestration", "demo", "cli"}}
+FRAMEWORK_ROOMS = {
+    "dagster": {"orchestration", "components", "demo", "cli"},
+    "pyspark": {"spark", "orchestration", "demo", "cli"},
+}
 DEVENV = "lakefs_mirror_devenv"
 DEVENV_ROOMS = {"demo", "cli"}
 

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
@@ -37,10 +38,10 @@ def _write_config(tmp_path: Path) -> tuple[Path, str]:
     return path, f"sqlite:///{db}"
 
 
-def _add_mirror(url: str, name: str, state: MirrorState) -> None:
+def _add_mirror(url: str, name: str, state: MirrorState, organization: str = "org") -> None:
     with MirrorStore(url) as store:
         store.create_mirror(
-            organization_id="org",
+            organization_id=organization,
             source_region="there",
             source_repository="source-repo",
             name=name,
@@ -151,3 +152,32 @@ def test_a_mirror_list_given_to_the_factory_is_built_without_reading_the_databas
     assets, sensors = _names(built)
     assert assets == {"abc", "def-mirror"}
     assert sensors == {commit_sensor_name("abc"), commit_sensor_name("def-mirror"), MANAGER_SENSOR_NAME}
+
+
+@pytest.mark.integration
+def test_a_code_location_loads_and_manages_only_its_organisations_mirrors(
+    tmp_path: Path, postgres_url: str, unique_name: Callable[[str], str]
+) -> None:
+    """Two organisations share one PostgreSQL mirrors database: each region's Dagster sees its own mirrors only,
+    and its manager sensor finds the loaded set complete (no reload asked for ever after)."""
+    path, _ = _write_config(tmp_path)
+    mine, theirs = unique_name("org-mine"), unique_name("org-theirs")
+    config = yaml.safe_load(path.read_text())
+    config.update(
+        organization_id=mine, mirrors_database={"type": "postgres", "postgres": {"connection_string": postgres_url}}
+    )
+    path.write_text(yaml.safe_dump(config))
+    ours, another = unique_name("ours"), unique_name("another-orgs")
+    _add_mirror(postgres_url, ours, MirrorState.ACTIVE, organization=mine)
+    _add_mirror(postgres_url, another, MirrorState.ACTIVE, organization=theirs)
+
+    built = lakefs_mirror_definitions(config_path=str(path))
+    assert _names(built)[0] == {ours}
+    sensor = built.resolve_sensor_def(MANAGER_SENSOR_NAME)
+    with (
+        dg.instance_for_test() as instance,
+        dg.build_sensor_context(instance=instance, resources=built.resources) as context,
+    ):
+        result = sensor(context)
+    assert isinstance(result, dg.SensorResult) and result.skip_reason is not None
+    assert result.skip_reason.skip_message == "1 active mirror(s)"  # no reload, no error
