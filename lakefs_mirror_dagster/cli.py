@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -308,13 +309,16 @@ def _status(args: argparse.Namespace) -> int:
 
     service = _load_service(args)
     try:
-        if args.recent > 0:  # only then is Dagster's event log read (importing Dagster takes seconds)
+        # Only with --recent is Dagster's event log read (importing Dagster takes seconds), and only where there is
+        # an instance: the mirrors database alone answers everything else, --fail-if-lag included.
+        recent = args.recent if args.recent > 0 and _dagster_history_available() else 0
+        if recent:
             import dagster as dg
 
             from .orchestration.history import recent_moves
 
             with dg.DagsterInstance.get() as instance:
-                report = status_report(service, recent=args.recent, mirror=args.mirror, moves=recent_moves(instance))
+                report = status_report(service, recent=recent, mirror=args.mirror, moves=recent_moves(instance))
         else:
             report = status_report(service, recent=0, mirror=args.mirror)
     finally:
@@ -326,6 +330,16 @@ def _status(args: argparse.Namespace) -> int:
     for line in problems:
         print(f"lakefs-mirror: stale: {line}", file=sys.stderr)
     return 1 if problems else 0
+
+
+def _dagster_history_available() -> bool:
+    """Whether a Dagster instance is there to read promotions from ($DAGSTER_HOME); says on stderr when not."""
+    home = os.environ.get("DAGSTER_HOME", "")
+    if home and Path(home).is_dir():
+        return True
+    why = "$DAGSTER_HOME is not set" if not home else f"$DAGSTER_HOME {home} is not a directory"
+    print(f"lakefs-mirror: no Dagster instance ({why}): recent promotions are not shown", file=sys.stderr)
+    return False
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -47,6 +47,14 @@ def test_status_fails_only_when_a_branch_is_further_behind_than_allowed(
     assert code == 0, stderr
     assert branches["main"]["in_sync"] and branches["main"]["behind_seconds"] == 0
 
+    # Where cron runs it there may be no Dagster instance: the lag is still judged, the promotions are left out.
+    monkeypatch.delenv("DAGSTER_HOME")
+    done = run_cli("--config", str(config_path("region-b")), "status", "--fail-if-lag", "0", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"mirror {mirror.name}" in done.stdout and "Traceback" not in done.stderr
+    assert "no Dagster instance ($DAGSTER_HOME is not set): recent promotions are not shown" in done.stderr
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+
     # A new source commit whose object rotted at rest in the source store: the branch is blocked behind it.
     src.upload_object(repo, "main", "data/rot.bin", content("rot", 2000))
     behind = src.commit(repo, "main", "an object that rots").id
