@@ -7,6 +7,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -85,6 +86,7 @@ def _sync(args: argparse.Namespace) -> int:
     else:
         service = ReplicationService(config)
     display = contextlib.ExitStack()  # the live display ends with the command, whatever happens
+    _stop_on_signals(display)
     sink = display.enter_context(progress_sink(args.progress, json_output=args.json, every_s=args.progress_every))
     if sink is not None:
         service.on_progress(sink[0], every_s=sink[1])
@@ -125,6 +127,32 @@ def _sync(args: argparse.Namespace) -> int:
         if session is not None:
             session.stop()
     return 0 if ok else 1
+
+
+#: Exit statuses of a ``sync`` stopped by a signal (the shell's convention: 128 + the signal's number).
+STOPPED_BY = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+def _stop_on_signals(display: contextlib.ExitStack) -> None:
+    """SIGINT and SIGTERM end ``sync`` at once and cleanly: the records of refs in flight are removed, the live
+    display is closed, one line says so, and the exit status is 130 or 143. Stopping anywhere is safe (a ref
+    moves only to a completely copied and validated commit; the next pass finds what was copied), so the process
+    does not wait for the copies on its worker threads."""
+    from .replication.in_flight import clear_in_flight_records
+
+    def stop(signum: int, _frame: object) -> None:
+        signal.signal(signum, signal.SIG_DFL)  # a second signal ends the process the default way
+        clear_in_flight_records(timeout_s=5.0)
+        with contextlib.suppress(Exception):
+            display.close()
+        name = signal.Signals(signum).name
+        print(f"lakefs-mirror: sync stopped by {name}; every mirror ref is at a complete commit", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(STOPPED_BY[signal.Signals(signum)])
+
+    for signum in STOPPED_BY:
+        signal.signal(signum, stop)
 
 
 def _wait_for_pass(service: Any, args: argparse.Namespace, until: float) -> list[Any]:

@@ -31,6 +31,7 @@ __all__ = [
     "InFlightRecorder",
     "InFlightStore",
     "branch_progress",
+    "clear_in_flight_records",
     "in_flight_line",
     "in_flight_view",
 ]
@@ -168,10 +169,11 @@ _LIVE: weakref.WeakSet[InFlightRecorder] = weakref.WeakSet()
 
 
 @atexit.register
-def _flush_at_exit() -> None:
-    """A process that exits normally leaves no record behind (one killed leaves stale ones)."""
+def clear_in_flight_records(timeout_s: float = _EXIT_FLUSH_S) -> None:
+    """Remove every in-flight record this process wrote, waiting at most ``timeout_s`` per engine: a process that
+    exits normally, or stops on a signal, leaves no record behind (one killed leaves stale ones)."""
     for recorder in list(_LIVE):
-        recorder.flush(_EXIT_FLUSH_S)
+        recorder.flush(timeout_s)
 
 
 # ---------------------------------------------------------------------------------------------------- reading
