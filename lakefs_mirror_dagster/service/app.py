@@ -186,6 +186,20 @@ def _mirror_of(state: _State, repo: str, mirror_id: str) -> Mirror:
     return mirror
 
 
+def readiness_problems(service: ReplicationService) -> list[str]:
+    """What keeps the service from doing its work: the mirrors database or the region's lakeFS not answering
+    (each named without its connection details, which may hold credentials)."""
+    problems = []
+    try:
+        service.mirrors.organization_ids()
+    except Exception as exc:
+        problems.append(f"the mirrors database does not answer ({type(exc).__name__})")
+    region = service.config.region
+    if not service.client(region).healthy():
+        problems.append(f"lakeFS of region {region} at {service.config.endpoint_for(region)} does not answer")
+    return problems
+
+
 def _build(state: _State | None) -> FastAPI:
     app = FastAPI(
         title="lakefs-mirror replication service",
@@ -220,6 +234,18 @@ def _build(state: _State | None) -> FastAPI:
     @app.get("/_health", tags=["health"], summary="Liveness (no authentication)")
     def health() -> dict[str, str]:
         return {"status": "ok"}
+
+    @app.get(
+        "/_ready",
+        tags=["health"],
+        summary="Readiness: the mirrors database and this region's lakeFS answer (no authentication)",
+        responses={503: {"description": "Not ready: what does not answer"}},
+    )
+    def ready(request: Request) -> JSONResponse:
+        problems = readiness_problems(_state(request).service)
+        if problems:
+            return JSONResponse({"status": "not ready", "problems": problems}, status_code=503)
+        return JSONResponse({"status": "ready"})
 
     @app.post(
         f"{API_PREFIX}/repositories/{{repo}}/mirrors",

@@ -9,7 +9,9 @@ import dataclasses
 import json
 
 import pytest
+from lakefs_mirror_devenv.processes import free_port
 
+from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.replication import ReplicationService
 
 from .conftest import Api, curl
@@ -211,3 +213,22 @@ def test_policies_allow_and_deny_live(serve_api, lakefs_env, client_for, unique_
             denied = curl(f"{_mirrors_url(api, repo)}/{mirror_id}", "-u", api.user, "-X", "DELETE")
             assert denied.status == 403 and "fs:DeleteRepository" in denied.body["message"], (mirror_id, denied)
         assert api.service.mirrors.get_mirror(dev_id).state.value != "deleting"
+
+
+def test_readiness_names_what_does_not_answer(api, serve_api, config_path) -> None:
+    """``/_ready`` answers 200 while the mirrors database and the region's lakeFS answer, 503 naming the one that
+    does not (a load balancer or Kubernetes then sends no traffic to it); ``/_health`` stays 200 either way."""
+    assert curl(f"{api.url}/_ready").status == 200
+    assert curl(f"{api.url}/_ready").body == {"status": "ready"}
+    config = load_config(config_path("region-a"), env={})
+    lost = dataclasses.replace(config, regional_endpoint=f"http://127.0.0.1:{free_port()}")  # nothing listens
+    service = ReplicationService(lost)
+    try:
+        with serve_api(service=service) as cut_off:
+            answer = curl(f"{cut_off.url}/_ready")
+            assert answer.status == 503, answer.body
+            [problem] = answer.body["problems"]
+            assert problem.startswith("lakeFS of region region-a at http://127.0.0.1:") and "does not answer" in problem
+            assert curl(f"{cut_off.url}/_health").status == 200
+    finally:
+        service.close()
