@@ -15,7 +15,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster._core.workspace.load_target import GrpcServerTarget
 from dagster._daemon.sensor import execute_sensor_iteration
 from dagster._grpc.client import DagsterGrpcClient
+from lakefs_mirror_devenv.processes import wait_http_ok
 
 from lakefs_mirror_dagster.demo.converge import run_until_converged
 from lakefs_mirror_dagster.mirrors import MirrorState
@@ -87,7 +87,7 @@ def code_server(daemon_instance: dg.DagsterInstance, isolated_regions, tmp_path)
         _wait("the code server", lambda: _answers(client, process), seconds=60, step=0.5)
         web_env = {**os.environ, "DAGSTER_HOME": str(home)}
         web = subprocess.Popen(webserver, env=web_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _wait("the webserver", lambda: _http_ok(f"{url}/server_info"), seconds=90, step=0.5)
+        wait_http_ok(f"{url}/server_info", timeout_s=90, process=web)
         yield port
     finally:
         for proc in (web, process):
@@ -108,14 +108,6 @@ def _answers(client: DagsterGrpcClient, process: subprocess.Popen[bytes]) -> boo
         client.ping("up")
         return True
     except Exception:
-        return False
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return bool(response.status == 200)
-    except OSError:
         return False
 
 

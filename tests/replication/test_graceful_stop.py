@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from lakefs_mirror_devenv import Environment
+from lakefs_mirror_devenv.replication_config import config_variant
 
 from tests.cli_process import run_cli
 
@@ -65,10 +65,8 @@ def test_sync_stops_cleanly_on_sigterm_mid_pass_and_on_sigint_between_passes(
         region="region-b",
         storage_namespace=lakefs_env.region("region-b").namespace_for(unique_name("ns")),
     )
-    west = config_path("region-b")
-    raw = yaml.safe_load(west.read_text())
-    raw.setdefault("transfer", {})["concurrency"] = 1  # one object at a time: the hold below is mid-pass
-    west.write_text(yaml.safe_dump(raw))
+    # One object at a time: the hold below is mid-pass.
+    west = config_variant(config_path("region-b"), tmp_path / "region-b.yaml", transfer={"concurrency": 1})
 
     # SIGTERM while the pass is held after its third object (the hold is never released).
     never = tmp_path / "never-released"

@@ -6,6 +6,7 @@ caller's to bind (``options.resource_key`` and ``options.spark_resource_key``)."
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import dagster as dg
 
@@ -37,24 +38,8 @@ def mirroring_definitions(
     manager_interval = config.mirrors_manager.process_mirrors_interval_duration if config else None
     branch_assets = [build_branch_heads_asset(name, options) for name in names]
     tag_assets = [build_tags_asset(name, options) for name in names]
-    # The sensor's runs are one step each: in-process, so a run is one process with at most one Spark session.
-    # Only these jobs get that executor; the user's code location keeps its own.
-    branch_jobs = [
-        dg.define_asset_job(
-            options.branches_job_name(name),
-            selection=dg.AssetSelection.assets(options.branch_heads_key(name)),
-            executor_def=dg.in_process_executor,
-        )
-        for name in names
-    ]
-    tag_jobs = [
-        dg.define_asset_job(
-            options.tags_job_name(name),
-            selection=dg.AssetSelection.assets(options.tags_key(name)),
-            executor_def=dg.in_process_executor,
-        )
-        for name in names
-    ]
+    branch_jobs = [_in_process_job(options.branches_job_name(n), options.branch_heads_key(n)) for n in names]
+    tag_jobs = [_in_process_job(options.tags_job_name(n), options.tags_key(n)) for n in names]
     max_behind = (config.freshness if config else FreshnessConfig()).max_behind.total_seconds()
     hooks = config.hooks if config and config.hooks.enabled else None
     hooks_interval = _seconds(hooks.poll_interval, 1) if hooks else None
@@ -102,6 +87,12 @@ def mirroring_definitions(
         jobs=[*branch_jobs, *tag_jobs],
         sensors=sensors,
     )
+
+
+def _in_process_job(name: str, key: dg.AssetKey) -> Any:  # (define_asset_job's type is not exported)
+    """A job the commit sensor launches: one step per run, in-process, so a run is one process with at most one
+    Spark session. Only these jobs get that executor; the user's code location keeps its own."""
+    return dg.define_asset_job(name, selection=dg.AssetSelection.assets(key), executor_def=dg.in_process_executor)
 
 
 def _seconds(value: object, default: int) -> int:
