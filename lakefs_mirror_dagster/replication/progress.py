@@ -139,18 +139,18 @@ class ProgressReporter:
         self._total = _Tally(Progress(mirror))
         #: The refs in flight: their tallies, target commits and when each started (``clock``).
         self._refs: dict[str, tuple[_Tally, str | None, float]] = {}
-        self._listeners: list[list[Any]] = []  # [listener, every_s, last time told]
+        self._listeners: list[list[Any]] = []  # [listener, every_s, last time told, told per ref]
         self._watchers: list[Callable[[], None]] = []
         self._heartbeat: threading.Thread | None = None
         #: Set to cut the heartbeat's pause short: a listener that wants snapshots more often has come.
         self._cadence_changed = threading.Event()
         self._lock = threading.Lock()
 
-    def listen(self, listener: ProgressListener, *, every_s: float = 10.0) -> None:
-        """Send snapshots to ``listener``, at most one per ``every_s`` seconds (and one per started or finished
-        ref); while a ref is in flight, also when nothing moved (validation counts no objects), so a long stage
-        is never silent."""
-        self._listeners.append([listener, every_s, float("-inf")])
+    def listen(self, listener: ProgressListener, *, every_s: float = 10.0, per_ref: bool = True) -> None:
+        """Send snapshots to ``listener``, at most one per ``every_s`` seconds (and, with ``per_ref``, one per
+        started or finished ref); while a ref is in flight, also when nothing moved (validation counts no objects),
+        so a long stage is never silent."""
+        self._listeners.append([listener, every_s, float("-inf"), per_ref])
         if self._heartbeat is None:
             self._heartbeat = threading.Thread(
                 target=_heartbeat,
@@ -257,7 +257,7 @@ class ProgressReporter:
         if not self._listeners:
             return
         now = self._clock()
-        due = [entry for entry in self._listeners if force or now - entry[2] >= entry[1]]
+        due = [entry for entry in self._listeners if (force and entry[3]) or now - entry[2] >= entry[1]]
         if not due:
             return
         snapshot = self.snapshot()

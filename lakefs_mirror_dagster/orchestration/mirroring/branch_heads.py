@@ -119,13 +119,13 @@ def _mirror_branches(
     opened = time.monotonic()
     mirror = replication.active_mirror(mirror_name)
     found = time.monotonic()
-    engine, spark = options.spark(context).engine_for(service, mirror, log=context.log.info)
-    what = branches[0] if len(branches) == 1 else f"{len(branches)} branches"
+    single = len(branches) == 1
+    engine, spark = options.spark(context).engine_for(service, mirror, log=context.log.info, per_ref=single)
+    what = branches[0] if single else f"{len(branches)} branches"
     context.log.info(
         f"{mirror.name}/{what}: {SYNC_STARTED} (set-up: service {opened - started:.2f}s, mirror "
         f"{found - opened:.2f}s, engine {time.monotonic() - found:.2f}s)"
     )
-    single = len(branches) == 1
     refs = [engine.sync_branch(branches[0])] if single else engine.sync(branches=branches, tags=False).refs
     key = options.branch_heads_key(mirror.name)
     source_endpoint = service.config.endpoint_for(mirror.source_region)

@@ -37,13 +37,21 @@ class SparkValidatorResource(dg.ConfigurableResource):
     _pyspark: Any = PrivateAttr(default=None)
 
     def engine_for(
-        self, service: ReplicationService, mirror: Mirror, *, log: Callable[[str], None] | None = None
+        self,
+        service: ReplicationService,
+        mirror: Mirror,
+        *,
+        log: Callable[[str], None] | None = None,
+        per_ref: bool = True,
     ) -> tuple[MirrorEngine, SparkUse]:
         """The engine a run uses, with Spark wired in by the same ``use_spark`` the CLI uses; ``log`` (the run's
-        log) gets a progress line every ``RUN_PROGRESS_EVERY_S`` seconds of a long transfer."""
+        log) gets a progress line every ``RUN_PROGRESS_EVERY_S`` seconds of a long transfer and, with ``per_ref``,
+        when a ref starts and ends (a run of many branches logs each branch's outcome itself)."""
         engine = service.engine_for(mirror)
         if log is not None:
-            engine.progress.listen(lambda p: log(f"progress: {p.line()}"), every_s=RUN_PROGRESS_EVERY_S)
+            engine.progress.listen(
+                lambda p: log(f"progress: {p.line()}"), every_s=RUN_PROGRESS_EVERY_S, per_ref=per_ref
+            )
         use = use_spark(
             service,
             mirror,
