@@ -4,7 +4,8 @@
 queue (``QueuedRunCoordinator``: ``max_concurrent_runs``, ``dequeue_interval_seconds``); runs are launched the
 default way, each in its own subprocess. The daemon and its children are one process group, stopped whatever
 happens. ``audit_runs`` reads the runs, sensor ticks and materializations of one mirror back, so a caller can
-tell how many runs there were, how many ran at once, and whether any was requested twice.
+tell how many runs there were, how many ran at once, and whether any was requested twice. ``backfill_mirror``
+mirrors every branch with one backfill launched as from the UI (``dagster_webserver.py``) instead of the sensor.
 """
 
 from __future__ import annotations
@@ -31,11 +32,14 @@ if TYPE_CHECKING:
     from lakefs_mirror_dagster.lakefs import LakeFSClient
 
 __all__ = [
+    "BACKFILL_TAG",
     "RUN_STAGES",
+    "BackfillOutcome",
     "Convergence",
     "RunsAudit",
     "TickTimes",
     "audit_runs",
+    "backfill_mirror",
     "converge_mirror",
     "dagster_daemon",
     "max_overlap",
@@ -48,6 +52,8 @@ __all__ = [
 ]
 
 RUN_KEY_TAG = "dagster/run_key"  # dagster._core.storage.tags.RUN_KEY_TAG
+#: The tag every run a backfill creates carries, with the backfill's ID (dagster._core.storage.tags.BACKFILL_ID_TAG).
+BACKFILL_TAG = "dagster/backfill"
 #: The run worker's first engine event (Dagster's, whichever launcher started it), once its process is up.
 PROCESS_STARTED = "Started process for run"
 #: A branch run's stages, read from its record and event log: (name, from -> to).
@@ -418,6 +424,114 @@ def converge_mirror(
         wait_runs_finished(instance, timeout_s=60.0)  # let a run in flight end before its daemon is stopped
         audit = audit_runs(instance, mirror, commit_sensor_name(mirror))
     return Convergence(converged, seconds, audit, lagging)
+
+
+@dataclass
+class BackfillOutcome:
+    """A mirror brought to its source's branch heads by one UI backfill of every branch partition."""
+
+    backfill_id: str
+    #: The backfill's last status (``COMPLETED_SUCCESS`` when every partition was materialized).
+    status: str
+    #: From the launch until the backfill's last run ended (the mirror converged), and until Dagster showed the
+    #: backfill done (its daemon looks at backfills every 30 s).
+    run_seconds: float
+    seconds: float
+    #: The runs the backfill created, and every run the instance has (the backfill's and any other).
+    backfill_runs: list[str]
+    runs: int
+    #: Ticks of the mirror's commit sensor (stopped before the daemon started: 0).
+    sensor_ticks: int
+    audit: RunsAudit
+    lagging: list[str]
+    #: The log messages of the backfill's runs, in order (the asset's own lines and the engine's progress).
+    log_lines: list[str]
+
+
+def backfill_mirror(
+    home: Path,
+    *,
+    workspace: Path,
+    replication_config: Path,
+    location: str,
+    mirror: str,
+    source: LakeFSClient,
+    source_repository: str,
+    destination: LakeFSClient,
+    timeout_s: float,
+    max_concurrent_runs: int = 4,
+) -> BackfillOutcome:
+    """Mirror every branch of ``source_repository`` (the active ``mirror``) with one backfill launched as from the
+    UI: a webserver on ``home`` stops the mirror's commit sensor (so only the backfill creates runs), the branch
+    partitions are added, ``dagster-daemon`` starts, and once its backfill and run-queue daemons are up the
+    webserver's ``launchPartitionBackfill`` asks for every partition of the branch-heads asset. Returns when
+    the backfill is done (or ``timeout_s`` after the launch), with what it ran. Logs: ``home/dagster-*.log``."""
+    import dagster as dg
+
+    from lakefs_mirror_dagster.orchestration.mirroring import (
+        branch_partitions_name,
+        commit_sensor_name,
+        mirror_asset_key,
+    )
+    from lakefs_mirror_dagster.replication.heads import branch_heads
+
+    from .dagster_webserver import (
+        TERMINAL_BACKFILL_STATUSES,
+        backfill_status,
+        daemons_healthy,
+        dagster_webserver,
+        launch_asset_backfill,
+        stop_sensor,
+    )
+
+    write_instance_config(home, max_concurrent_runs=max_concurrent_runs, dequeue_interval_seconds=1)
+    branches = sorted(branch_heads(source, source_repository, page_size=1000))
+    status, lagging = "", list(branches)
+    with (
+        dagster_webserver(
+            home, workspace=workspace, replication_config=replication_config, log_path=home / "dagster-webserver.log"
+        ) as url,
+        dg.DagsterInstance.from_config(str(home)) as instance,
+    ):
+        stop_sensor(url, location, commit_sensor_name(mirror))
+        instance.add_dynamic_partitions(branch_partitions_name(mirror), branches)
+        with dagster_daemon(
+            home, workspace=workspace, replication_config=replication_config, log_path=home / "dagster-daemon.log"
+        ) as alive:
+            for _ in range(120):  # bounded: the daemon loads the code location first
+                if daemons_healthy(url) or not alive():
+                    break
+                time.sleep(1.0)
+            launched_at, started = time.time(), time.monotonic()
+            backfill_id = launch_asset_backfill(url, mirror_asset_key(mirror).path, branches, title=f"all of {mirror}")
+            for _ in range(int(timeout_s) + 2):
+                status = backfill_status(url, backfill_id)
+                if status in TERMINAL_BACKFILL_STATUSES or not alive() or time.monotonic() - started > timeout_s:
+                    break
+                time.sleep(1.0)
+            seconds = time.monotonic() - started
+            wait_runs_finished(instance, timeout_s=60.0)  # let a run in flight end before its daemon is stopped
+        records = instance.get_run_records(filters=dg.RunsFilter(tags={BACKFILL_TAG: backfill_id}))
+        ended = [r.end_time for r in records if r.end_time]
+        log_lines = [
+            entry.user_message
+            for record in sorted(records, key=lambda r: r.create_timestamp)
+            for entry in instance.all_logs(record.dagster_run.run_id)
+            if entry.dagster_event is None
+        ]
+        lagging = _lagging(source, source_repository, destination, mirror)
+        return BackfillOutcome(
+            backfill_id=backfill_id,
+            status=status,
+            run_seconds=max(ended) - launched_at if ended and len(ended) == len(records) else math.nan,
+            seconds=seconds,
+            backfill_runs=[r.dagster_run.run_id for r in records],
+            runs=len(instance.get_run_records()),
+            sensor_ticks=len(sensor_ticks(instance, commit_sensor_name(mirror))),
+            audit=audit_runs(instance, mirror, commit_sensor_name(mirror)),
+            lagging=lagging,
+            log_lines=log_lines,
+        )
 
 
 def _lagging(source: LakeFSClient, repo: str, destination: LakeFSClient, mirror: str) -> list[str]:
