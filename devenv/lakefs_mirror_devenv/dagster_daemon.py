@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from lakefs_mirror_dagster.lakefs import LakeFSClient
 
 __all__ = [
+    "BACKFILL_STAGES",
     "BACKFILL_TAG",
     "RUN_STAGES",
     "BackfillOutcome",
@@ -40,6 +41,7 @@ __all__ = [
     "TickTimes",
     "audit_runs",
     "backfill_mirror",
+    "backfill_stages",
     "converge_mirror",
     "dagster_daemon",
     "max_overlap",
@@ -66,6 +68,18 @@ RUN_STAGES = (
     ("sync", "'sync started' log -> ranges_validated check (plan, transfer, validation)"),
     ("promote", "check -> ASSET_MATERIALIZATION (commit records, ref move)"),
     ("finish", "materialization -> run success (teardown; after the mirror moved)"),
+)
+
+#: The stages of a backfill's one run, from its launch in the UI (``backfill_mirror``): (name, from -> to).
+BACKFILL_STAGES = (
+    ("pick-up", "launch -> run created (Dagster's backfill daemon looks at backfills every 30 s)"),
+    ("queue", "run created -> RUN_STARTING (queued run coordinator)"),
+    ("process", "RUN_STARTING -> RUN_START (run worker: a new Python, the definitions)"),
+    ("step", "RUN_START -> STEP_START (the step's own process, resources)"),
+    ("prepare", "STEP_START -> 'sync started' log (service, mirror lookup, engine)"),
+    ("sync", "'sync started' log -> first ranges_validated check (every branch synced)"),
+    ("record", "first check -> run success (a check, a log line and a materialization per branch)"),
+    ("shown", "run end -> backfill shown complete (the backfill daemon's next look)"),
 )
 
 
@@ -446,6 +460,8 @@ class BackfillOutcome:
     lagging: list[str]
     #: The log messages of the backfill's runs, in order (the asset's own lines and the engine's progress).
     log_lines: list[str]
+    #: Seconds of each of ``BACKFILL_STAGES`` when the backfill was one run that succeeded, else empty.
+    stages: dict[str, float] = field(default_factory=dict)
 
 
 def backfill_mirror(
@@ -460,12 +476,14 @@ def backfill_mirror(
     destination: LakeFSClient,
     timeout_s: float,
     max_concurrent_runs: int = 4,
+    fork_runs: bool = False,
 ) -> BackfillOutcome:
     """Mirror every branch of ``source_repository`` (the active ``mirror``) with one backfill launched as from the
     UI: a webserver on ``home`` stops the mirror's commit sensor (so only the backfill creates runs), the branch
     partitions are added, ``dagster-daemon`` starts, and once its backfill and run-queue daemons are up the
     webserver's ``launchPartitionBackfill`` asks for every partition of the branch-heads asset. Returns when
-    the backfill is done (or ``timeout_s`` after the launch), with what it ran. Logs: ``home/dagster-*.log``."""
+    the backfill is done (or ``timeout_s`` after the launch), with what it ran; ``fork_runs`` as in
+    ``write_instance_config``. Logs: ``home/dagster-*.log``."""
     import dagster as dg
 
     from lakefs_mirror_dagster.orchestration.mirroring import (
@@ -484,7 +502,9 @@ def backfill_mirror(
         stop_sensor,
     )
 
-    write_instance_config(home, max_concurrent_runs=max_concurrent_runs, dequeue_interval_seconds=1)
+    write_instance_config(
+        home, max_concurrent_runs=max_concurrent_runs, dequeue_interval_seconds=1, fork_runs=fork_runs
+    )
     branches = sorted(branch_heads(source, source_repository, page_size=1000))
     status, lagging = "", list(branches)
     with (
@@ -509,7 +529,7 @@ def backfill_mirror(
                 if status in TERMINAL_BACKFILL_STATUSES or not alive() or time.monotonic() - started > timeout_s:
                     break
                 time.sleep(1.0)
-            seconds = time.monotonic() - started
+            seconds, done_at = time.monotonic() - started, time.time()
             wait_runs_finished(instance, timeout_s=60.0)  # let a run in flight end before its daemon is stopped
         records = instance.get_run_records(filters=dg.RunsFilter(tags={BACKFILL_TAG: backfill_id}))
         ended = [r.end_time for r in records if r.end_time]
@@ -520,6 +540,11 @@ def backfill_mirror(
             if entry.dagster_event is None
         ]
         lagging = _lagging(source, source_repository, destination, mirror)
+        stages: dict[str, float] = {}
+        if len(records) == 1 and records[0].end_time:
+            marks = run_marks(instance, records[0].dagster_run.run_id)
+            marks.update(launched=launched_at, created=records[0].create_timestamp.timestamp(), shown=done_at)
+            stages = backfill_stages(marks, records[0].end_time) or {}
         return BackfillOutcome(
             backfill_id=backfill_id,
             status=status,
@@ -531,7 +556,26 @@ def backfill_mirror(
             audit=audit_runs(instance, mirror, commit_sensor_name(mirror)),
             lagging=lagging,
             log_lines=log_lines,
+            stages=stages,
         )
+
+
+def backfill_stages(marks: dict[str, float], ended: float) -> dict[str, float] | None:
+    """Seconds of each of ``BACKFILL_STAGES`` from a run's ``run_marks`` plus ``launched``, ``created`` and
+    ``shown`` (when the backfill was seen complete), and the run's end; None when a mark is missing."""
+    need = ("launched", "created", "RUN_STARTING", "RUN_START", "STEP_START", "sync_started")
+    if not all(k in marks for k in (*need, "ASSET_CHECK_EVALUATION", "RUN_SUCCESS", "shown")):
+        return None
+    return {
+        "pick-up": marks["created"] - marks["launched"],
+        "queue": marks["RUN_STARTING"] - marks["created"],
+        "process": marks["RUN_START"] - marks["RUN_STARTING"],
+        "step": marks["STEP_START"] - marks["RUN_START"],
+        "prepare": marks["sync_started"] - marks["STEP_START"],
+        "sync": marks["ASSET_CHECK_EVALUATION"] - marks["sync_started"],
+        "record": marks["RUN_SUCCESS"] - marks["ASSET_CHECK_EVALUATION"],
+        "shown": max(0.0, marks["shown"] - ended),
+    }
 
 
 def _lagging(source: LakeFSClient, repo: str, destination: LakeFSClient, mirror: str) -> list[str]:
