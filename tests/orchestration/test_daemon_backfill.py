@@ -67,9 +67,7 @@ def test_a_ui_backfill_of_every_branch_is_one_run_that_mirrors_them_all(
     assert audit.materialized_commits == heads  # ...for its source head
     assert result.lagging == []
     assert_mirror_equals_source(src, repo, dst, name)
-    # The run's log has the engine's progress (one line per branch started and finished, at least) and each branch.
+    # The run's log says it synced every branch in one step, with the engine's progress up to the last branch.
+    assert any(f"{name}/{len(heads)} branches: sync started" in line for line in result.log_lines), result.log_lines
     progress = [line for line in result.log_lines if line.startswith(f"progress: mirror {name}:")]
-    assert any("ref(s) done" in line for line in progress), result.log_lines
-    assert any(f"{len(heads)} branches: sync started" in line for line in result.log_lines), result.log_lines
-    for branch, head in heads.items():
-        assert any(line.startswith(f"{name}/{branch}: ") and f"(source {head}," in line for line in result.log_lines)
+    assert any(f"{len(heads)} ref(s) done" in line for line in progress), progress
