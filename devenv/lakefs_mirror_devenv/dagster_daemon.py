@@ -4,7 +4,8 @@
 queue (``QueuedRunCoordinator``: ``max_concurrent_runs``, ``dequeue_interval_seconds``); runs are launched the
 default way, each in its own subprocess. The daemon and its children are one process group, stopped whatever
 happens. ``audit_runs`` reads the runs, sensor ticks and materializations of one mirror back, so a caller can
-tell how many runs there were, how many ran at once, and whether any was requested twice.
+tell how many runs there were, how many ran at once, and whether any was requested twice. ``backfill_mirror``
+mirrors every branch with one backfill launched as from the UI (``dagster_webserver.py``) instead of the sensor.
 """
 
 from __future__ import annotations
@@ -31,11 +32,16 @@ if TYPE_CHECKING:
     from lakefs_mirror_dagster.lakefs import LakeFSClient
 
 __all__ = [
+    "BACKFILL_STAGES",
+    "BACKFILL_TAG",
     "RUN_STAGES",
+    "BackfillOutcome",
     "Convergence",
     "RunsAudit",
     "TickTimes",
     "audit_runs",
+    "backfill_mirror",
+    "backfill_stages",
     "converge_mirror",
     "dagster_daemon",
     "max_overlap",
@@ -48,6 +54,8 @@ __all__ = [
 ]
 
 RUN_KEY_TAG = "dagster/run_key"  # dagster._core.storage.tags.RUN_KEY_TAG
+#: The tag every run a backfill creates carries, with the backfill's ID (dagster._core.storage.tags.BACKFILL_ID_TAG).
+BACKFILL_TAG = "dagster/backfill"
 #: The run worker's first engine event (Dagster's, whichever launcher started it), once its process is up.
 PROCESS_STARTED = "Started process for run"
 #: A branch run's stages, read from its record and event log: (name, from -> to).
@@ -60,6 +68,18 @@ RUN_STAGES = (
     ("sync", "'sync started' log -> ranges_validated check (plan, transfer, validation)"),
     ("promote", "check -> ASSET_MATERIALIZATION (commit records, ref move)"),
     ("finish", "materialization -> run success (teardown; after the mirror moved)"),
+)
+
+#: The stages of a backfill's one run, from its launch in the UI (``backfill_mirror``): (name, from -> to).
+BACKFILL_STAGES = (
+    ("pick-up", "launch -> run created (Dagster's backfill daemon looks at backfills every 30 s)"),
+    ("queue", "run created -> RUN_STARTING (queued run coordinator)"),
+    ("process", "RUN_STARTING -> RUN_START (run worker: a new Python, the definitions)"),
+    ("step", "RUN_START -> STEP_START (the step's own process, resources)"),
+    ("prepare", "STEP_START -> 'sync started' log (service, mirror lookup, engine)"),
+    ("sync", "'sync started' log -> first ranges_validated check (every branch synced)"),
+    ("record", "first check -> run success (a check, a log line and a materialization per branch)"),
+    ("shown", "run end -> backfill shown complete (the backfill daemon's next look)"),
 )
 
 
@@ -418,6 +438,144 @@ def converge_mirror(
         wait_runs_finished(instance, timeout_s=60.0)  # let a run in flight end before its daemon is stopped
         audit = audit_runs(instance, mirror, commit_sensor_name(mirror))
     return Convergence(converged, seconds, audit, lagging)
+
+
+@dataclass
+class BackfillOutcome:
+    """A mirror brought to its source's branch heads by one UI backfill of every branch partition."""
+
+    backfill_id: str
+    #: The backfill's last status (``COMPLETED_SUCCESS`` when every partition was materialized).
+    status: str
+    #: From the launch until the backfill's last run ended (the mirror converged), and until Dagster showed the
+    #: backfill done (its daemon looks at backfills every 30 s).
+    run_seconds: float
+    seconds: float
+    #: The runs the backfill created, and every run the instance has (the backfill's and any other).
+    backfill_runs: list[str]
+    runs: int
+    #: Ticks of the mirror's commit sensor (stopped before the daemon started: 0).
+    sensor_ticks: int
+    audit: RunsAudit
+    lagging: list[str]
+    #: The log messages of the backfill's runs, in order (the asset's own lines and the engine's progress).
+    log_lines: list[str]
+    #: Seconds of each of ``BACKFILL_STAGES`` when the backfill was one run that succeeded, else empty.
+    stages: dict[str, float] = field(default_factory=dict)
+
+
+def backfill_mirror(
+    home: Path,
+    *,
+    workspace: Path,
+    replication_config: Path,
+    location: str,
+    mirror: str,
+    source: LakeFSClient,
+    source_repository: str,
+    destination: LakeFSClient,
+    timeout_s: float,
+    max_concurrent_runs: int = 4,
+    fork_runs: bool = False,
+) -> BackfillOutcome:
+    """Mirror every branch of ``source_repository`` (the active ``mirror``) with one backfill launched as from the
+    UI: a webserver on ``home`` stops the mirror's commit sensor (so only the backfill creates runs), the branch
+    partitions are added, ``dagster-daemon`` starts, and once its backfill and run-queue daemons are up the
+    webserver's ``launchPartitionBackfill`` asks for every partition of the branch-heads asset. Returns when
+    the backfill is done (or ``timeout_s`` after the launch), with what it ran; ``fork_runs`` as in
+    ``write_instance_config``. Logs: ``home/dagster-*.log``."""
+    import dagster as dg
+
+    from lakefs_mirror_dagster.orchestration.mirroring import (
+        branch_partitions_name,
+        commit_sensor_name,
+        mirror_asset_key,
+    )
+    from lakefs_mirror_dagster.replication.heads import branch_heads
+
+    from .dagster_webserver import (
+        TERMINAL_BACKFILL_STATUSES,
+        backfill_status,
+        daemons_healthy,
+        dagster_webserver,
+        launch_asset_backfill,
+        stop_sensor,
+    )
+
+    write_instance_config(
+        home, max_concurrent_runs=max_concurrent_runs, dequeue_interval_seconds=1, fork_runs=fork_runs
+    )
+    branches = sorted(branch_heads(source, source_repository, page_size=1000))
+    status, lagging = "", list(branches)
+    with (
+        dagster_webserver(
+            home, workspace=workspace, replication_config=replication_config, log_path=home / "dagster-webserver.log"
+        ) as url,
+        dg.DagsterInstance.from_config(str(home)) as instance,
+    ):
+        stop_sensor(url, location, commit_sensor_name(mirror))
+        instance.add_dynamic_partitions(branch_partitions_name(mirror), branches)
+        with dagster_daemon(
+            home, workspace=workspace, replication_config=replication_config, log_path=home / "dagster-daemon.log"
+        ) as alive:
+            for _ in range(120):  # bounded: the daemon loads the code location first
+                if daemons_healthy(url) or not alive():
+                    break
+                time.sleep(1.0)
+            launched_at, started = time.time(), time.monotonic()
+            backfill_id = launch_asset_backfill(url, mirror_asset_key(mirror).path, branches, title=f"all of {mirror}")
+            for _ in range(int(timeout_s) + 2):
+                status = backfill_status(url, backfill_id)
+                if status in TERMINAL_BACKFILL_STATUSES or not alive() or time.monotonic() - started > timeout_s:
+                    break
+                time.sleep(1.0)
+            seconds, done_at = time.monotonic() - started, time.time()
+            wait_runs_finished(instance, timeout_s=60.0)  # let a run in flight end before its daemon is stopped
+        records = instance.get_run_records(filters=dg.RunsFilter(tags={BACKFILL_TAG: backfill_id}))
+        ended = [r.end_time for r in records if r.end_time]
+        log_lines = [
+            entry.user_message
+            for record in sorted(records, key=lambda r: r.create_timestamp)
+            for entry in instance.all_logs(record.dagster_run.run_id)
+            if entry.dagster_event is None
+        ]
+        lagging = _lagging(source, source_repository, destination, mirror)
+        stages: dict[str, float] = {}
+        if len(records) == 1 and records[0].end_time:
+            marks = run_marks(instance, records[0].dagster_run.run_id)
+            marks.update(launched=launched_at, created=records[0].create_timestamp.timestamp(), shown=done_at)
+            stages = backfill_stages(marks, records[0].end_time) or {}
+        return BackfillOutcome(
+            backfill_id=backfill_id,
+            status=status,
+            run_seconds=max(ended) - launched_at if ended and len(ended) == len(records) else math.nan,
+            seconds=seconds,
+            backfill_runs=[r.dagster_run.run_id for r in records],
+            runs=len(instance.get_run_records()),
+            sensor_ticks=len(sensor_ticks(instance, commit_sensor_name(mirror))),
+            audit=audit_runs(instance, mirror, commit_sensor_name(mirror)),
+            lagging=lagging,
+            log_lines=log_lines,
+            stages=stages,
+        )
+
+
+def backfill_stages(marks: dict[str, float], ended: float) -> dict[str, float] | None:
+    """Seconds of each of ``BACKFILL_STAGES`` from a run's ``run_marks`` plus ``launched``, ``created`` and
+    ``shown`` (when the backfill was seen complete), and the run's end; None when a mark is missing."""
+    need = ("launched", "created", "RUN_STARTING", "RUN_START", "STEP_START", "sync_started")
+    if not all(k in marks for k in (*need, "ASSET_CHECK_EVALUATION", "RUN_SUCCESS", "shown")):
+        return None
+    return {
+        "pick-up": marks["created"] - marks["launched"],
+        "queue": marks["RUN_STARTING"] - marks["created"],
+        "process": marks["RUN_START"] - marks["RUN_STARTING"],
+        "step": marks["STEP_START"] - marks["RUN_START"],
+        "prepare": marks["sync_started"] - marks["STEP_START"],
+        "sync": marks["ASSET_CHECK_EVALUATION"] - marks["sync_started"],
+        "record": marks["RUN_SUCCESS"] - marks["ASSET_CHECK_EVALUATION"],
+        "shown": max(0.0, marks["shown"] - ended),
+    }
 
 
 def _lagging(source: LakeFSClient, repo: str, destination: LakeFSClient, mirror: str) -> list[str]:

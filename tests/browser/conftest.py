@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 from lakefs_mirror_devenv import Environment
+from lakefs_mirror_devenv.dagster_webserver import dagster_webserver
 from lakefs_mirror_devenv.environment import STATE_FILE, load_environment, stop_environment
-from lakefs_mirror_devenv.processes import free_port, pid_alive, start_process, stop_pid, wait_http_ok
 
 __all__ = ["DemoState", "chromium_path", "dagster_ui", "demo_state"]
 
@@ -90,23 +90,11 @@ def demo_state(chromium_path: str, tmp_path_factory: pytest.TempPathFactory) -> 
 @pytest.fixture(scope="module")
 def dagster_ui(demo_state: DemoState, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``dagster-webserver`` on the demo's instance and the workspace's code location; yields its URL."""
-    port = free_port()
-    log = tmp_path_factory.mktemp("webserver") / "dagster-webserver.log"
-    process = start_process(
-        [str(BIN / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(port), "-w", str(ROOT / "workspace.yaml")],
-        log_path=log,
-        cwd=ROOT,
-        env={
-            "DAGSTER_HOME": str(demo_state.dagster_home),
-            "LAKEFS_MIRROR_CONFIG": str(demo_state.mirror_config),
-            "DAGSTER_DISABLE_TELEMETRY": "1",
-        },
-    )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        wait_http_ok(f"{url}/server_info", timeout_s=WEBSERVER_TIMEOUT_S, process=process, log_path=log)
+    with dagster_webserver(
+        demo_state.dagster_home,
+        workspace=ROOT / "workspace.yaml",
+        replication_config=demo_state.mirror_config,
+        log_path=tmp_path_factory.mktemp("webserver") / "dagster-webserver.log",
+        timeout_s=WEBSERVER_TIMEOUT_S,
+    ) as url:
         yield url
-    finally:
-        # The group holds the webserver and the code server it spawned.
-        stop_pid(process.pid)
-        assert not pid_alive(process.pid), f"dagster-webserver (pid {process.pid}) did not stop"

@@ -103,9 +103,12 @@ def daemon_mirror(
     repo: str,
     name: str,
     out: Path,
+    *,
+    sensor_interval: str = "2s",
 ) -> Path:
     """Mirror ``repo`` (region-a) as ``name`` in region-b, active as the manager sensor's first tick leaves it,
-    and return region-b's config for ``dagster-daemon`` at ``out``: the commit sensor scanning every 2 s."""
+    and return region-b's config for ``dagster-daemon`` at ``out``: the commit sensor scanning every
+    ``sensor_interval``."""
     from lakefs_mirror_devenv.replication_config import config_variant
 
     from lakefs_mirror_dagster.orchestration.mirroring import reconcile_mirrors
@@ -118,7 +121,7 @@ def daemon_mirror(
         storage_namespace=lakefs_env.region("region-b").namespace_for(name),
     )
     assert reconcile_mirrors(service("region-b")).activated == [name]  # what the manager sensor does first
-    return config_variant(path("region-b"), out, commit_sensor={"process_branches_duration": "2s"})
+    return config_variant(path("region-b"), out, commit_sensor={"process_branches_duration": sensor_interval})
 
 
 @pytest.fixture
