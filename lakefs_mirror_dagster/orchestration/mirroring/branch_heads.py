@@ -130,8 +130,9 @@ def _mirror_branches(
     key = options.branch_heads_key(mirror.name)
     source_endpoint = service.config.endpoint_for(mirror.source_region)
     for ref in refs:
-        was = ref.mirror_commit_before
-        context.log.info(f"{mirror.name}/{ref.name}: {ref.action} (source {ref.source_commit}, mirror was {was})")
+        if single or ref.error is not None:  # a run of many branches: its check evaluations say the rest
+            was = ref.mirror_commit_before
+            context.log.info(f"{mirror.name}/{ref.name}: {ref.action} (source {ref.source_commit}, mirror was {was})")
         yield ranges_validated_evaluation(
             key,
             branch=ref.name,
