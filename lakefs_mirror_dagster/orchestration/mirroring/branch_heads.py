@@ -127,6 +127,8 @@ def _mirror_branches(
         f"{found - opened:.2f}s, engine {time.monotonic() - found:.2f}s)"
     )
     refs = [engine.sync_branch(branches[0])] if single else engine.sync(branches=branches, tags=False).refs
+    if not single:  # the engine's last word: refs done, objects, bytes (its per-ref lines are off in such runs)
+        context.log.info(f"progress: {engine.progress.snapshot().line()}")
     key = options.branch_heads_key(mirror.name)
     source_endpoint = service.config.endpoint_for(mirror.source_region)
     for ref in refs:
