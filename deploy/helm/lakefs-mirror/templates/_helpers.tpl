@@ -76,6 +76,9 @@ volumeMounts:
     readOnly: true
   - name: tmp
     mountPath: /tmp
+  # The image's HOME, writable although the root filesystem is read-only.
+  - name: home
+    mountPath: /home/lakefs-mirror
 {{- with .Values.replication.securityContext }}
 securityContext:
   {{- toYaml . | nindent 2 }}
