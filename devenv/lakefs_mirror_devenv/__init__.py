@@ -4,7 +4,7 @@ Local.
 Shared by the tests, the demo and users (``lakefs-mirror devenv up|status|down``).
 """
 
-from .build import cache_dir, ensure_lakefs_binary, ensure_mc_binary, ensure_minio_binary
+from .build import cache_dir, ensure_helm_binary, ensure_lakefs_binary, ensure_mc_binary, ensure_minio_binary
 from .environment import (
     DEFAULT_REGIONS,
     DEVENV_TABLE,
@@ -21,11 +21,12 @@ from .environment import (
 from .processes import DevenvError
 from .restart import restart_server, start_server, stop_server
 from .servers import LakeFSRegion, MinioInstance, start_lakefs, start_minio
-from .versions import LAKEFS_VERSION, MC_VERSION, MINIO_VERSION
+from .versions import HELM_VERSION, LAKEFS_VERSION, MC_VERSION, MINIO_VERSION
 
 __all__ = [
     "DEFAULT_REGIONS",
     "DEVENV_TABLE",
+    "HELM_VERSION",
     "LAKEFS_VERSION",
     "MC_VERSION",
     "MINIO_VERSION",
@@ -36,6 +37,7 @@ __all__ = [
     "RegionSpec",
     "cache_dir",
     "default_state_dir",
+    "ensure_helm_binary",
     "ensure_lakefs_binary",
     "ensure_mc_binary",
     "ensure_minio_binary",

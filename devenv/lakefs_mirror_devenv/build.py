@@ -21,6 +21,8 @@ from pathlib import Path
 
 from .processes import DevenvError
 from .versions import (
+    HELM_MODULE,
+    HELM_VERSION,
     LAKEFS_MODULE,
     LAKEFS_VERSION,
     MC_MODULE,
@@ -32,6 +34,7 @@ from .versions import (
 
 __all__ = [
     "cache_dir",
+    "ensure_helm_binary",
     "ensure_lakefs_binary",
     "ensure_mc_binary",
     "ensure_minio_binary",
@@ -113,6 +116,14 @@ def ensure_mc_binary() -> Path:
     """Path of the pinned MinIO client ``mc``, ``go install``-ed on first use (``$MC_BIN`` wins): it sets up
     MinIO bucket replication, which the S3 API cannot."""
     return go_install_binary(MC_MODULE, MC_VERSION, "mc", override_var="MC_BIN", what="the MinIO client mc")
+
+
+def ensure_helm_binary() -> Path:
+    """Path of the pinned ``helm`` (v3), ``go install``-ed on first use (``$HELM_BIN`` wins): the chart tests
+    lint and render deploy/helm with it, and no Helm release is downloadable here but its Go module."""
+    return go_install_binary(
+        f"{HELM_MODULE}/cmd/helm", HELM_VERSION, "helm", override_var="HELM_BIN", what=f"Helm {HELM_VERSION}"
+    )
 
 
 def go_install_binary(module: str, version: str, binary: str, *, override_var: str, what: str) -> Path:

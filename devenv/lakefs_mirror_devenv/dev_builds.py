@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
-from .build import ensure_lakefs_binary, ensure_mc_binary, ensure_minio_binary
+from .build import ensure_helm_binary, ensure_lakefs_binary, ensure_mc_binary, ensure_minio_binary
 from .environment import DEFAULT_REGIONS, RegionSpec
 from .processes import DevenvError
 
@@ -26,6 +26,8 @@ BUILDERS: dict[str, Callable[[], Path]] = {
     "MinIO": ensure_minio_binary,
     # The MinIO client: the tests set up MinIO bucket replication with it.
     "mc": ensure_mc_binary,
+    # Helm: the chart tests (tests/deploy) lint and render deploy/helm with it.
+    "Helm": ensure_helm_binary,
 }
 
 

@@ -12,10 +12,15 @@ MINIO_MODULE = "github.com/minio/minio"
 MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
 MC_MODULE = "github.com/minio/mc"
 MC_VERSION = "v0.0.0-20250313080218-cf909e1063a9"
+# Helm renders and lints the chart in deploy/helm (tests/deploy); v3, whose chart format the chart uses.
+HELM_MODULE = "helm.sh/helm/v3"
+HELM_VERSION = "v3.22.0"
 # lakeFS's go.mod requires at least this Go; older toolchains would try to download a newer one.
 MIN_GO_VERSION = (1, 26, 4)
 
 __all__ = [
+    "HELM_MODULE",
+    "HELM_VERSION",
     "LAKEFS_MODULE",
     "LAKEFS_VERSION",
     "MC_MODULE",
