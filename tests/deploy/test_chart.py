@@ -63,6 +63,8 @@ def test_probes_point_at_the_services_routes(helm_bin: Path) -> None:
         path = probe["httpGet"]["path"]
         assert "get" in paths.get(path, {}), f"{path} is not a GET route of `lakefs-mirror serve`"
         assert probe["httpGet"]["port"] == "http"
+    # Kubernetes sends traffic only while the mirrors database and the region's lakeFS answer.
+    assert serve["readinessProbe"]["httpGet"]["path"] == "/_ready"
 
 
 def test_two_region_example_as_the_reference_writes_it(helm_bin: Path, tmp_path: Path) -> None:
