@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CONSTRAINTS = ROOT / "constraints.txt"
 
 #: What goes into the sdist and the wheel: a change to anything else (tests, docs) does not rebuild.
-_DISTRIBUTED = ("pyproject.toml", "README.md", "lakefs_mirror_dagster")
+_DISTRIBUTED = ("pyproject.toml", "MANIFEST.in", "README.md", "lakefs_mirror_dagster")
 
 #: A build is a few thousand files of pip's and setuptools' output: an hour is far more than one takes here.
 _BUILD_TIMEOUT_S = 1800
