@@ -84,10 +84,11 @@ def _run(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None
 def build_wheel() -> Path:
     """The wheel of the checkout, built from its sdist and repaired by ``auditwheel`` to a manylinux tag.
 
-    ``python -m build`` makes the sdist, then the wheel from the unpacked sdist (a file the sdist forgot
-    fails here). ``auditwheel repair`` then checks that the C extension links only against what manylinux
-    allows and retags the wheel: ``_native.c`` uses libc only, so nothing is grafted and the tag is the oldest
-    glibc its symbols need. Cached by the hash of the distributed files; idempotent and safe across processes.
+    ``python -m build`` with neither ``--sdist`` nor ``--wheel`` makes both, the wheel from the unpacked sdist,
+    so a file the sdist forgot fails here. ``auditwheel repair`` then checks that the C extension links only
+    against what manylinux allows and retags the wheel: ``_native.c`` uses libc only, so nothing is grafted and
+    the tag is the oldest glibc its symbols need. Cached by the hash of the distributed files; idempotent and
+    safe across processes.
     """
     key = _source_hash()
     wheels = cache_dir() / "wheels"
@@ -100,7 +101,7 @@ def build_wheel() -> Path:
         try:
             env = _tools_env()
             _run(
-                [sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(staging / "dist"), str(ROOT)],
+                [sys.executable, "-m", "build", "--outdir", str(staging / "dist"), str(ROOT)],
                 cwd=ROOT,
                 env=env,
             )
