@@ -5,6 +5,7 @@ compiler on PATH and no extras, then run: ``--version``, the C loops, the Dagste
 from __future__ import annotations
 
 import json
+import tarfile
 import zipfile
 from collections.abc import Callable
 from importlib.metadata import version
@@ -47,6 +48,11 @@ def test_the_wheel_is_manylinux_and_carries_the_compiled_c_loops(wheel: Path) ->
     assert [n for n in names if n.startswith("lakefs_mirror_dagster/graveler/_native") and n.endswith(".so")], names
     assert "lakefs_mirror_dagster/py.typed" in names and "lakefs_mirror_dagster/config/example.yaml" in names
     assert not [n for n in names if n.startswith(("tests/", "lakefs_mirror_devenv/"))], "test or devenv code shipped"
+    (sdist,) = (wheel.parent.parent / "dist").glob("*.tar.gz")  # build_wheel's layout: the wheel came from it
+    with tarfile.open(sdist) as archive:
+        members = [m.split("/", 1)[1] for m in archive.getnames() if "/" in m]
+    assert "lakefs_mirror_dagster/graveler/_native.c" in members and "pyproject.toml" in members
+    assert not [m for m in members if m.startswith("tests/")], "the sdist holds part of the test suite"
 
 
 def test_installed_without_a_compiler_it_runs_with_the_c_loops(

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CONSTRAINTS = ROOT / "constraints.txt"
 
 #: What goes into the sdist and the wheel: a change to anything else (tests, docs) does not rebuild.
-_DISTRIBUTED = ("pyproject.toml", "README.md", "lakefs_mirror_dagster")
+_DISTRIBUTED = ("pyproject.toml", "MANIFEST.in", "README.md", "lakefs_mirror_dagster")
 
 #: A build is a few thousand files of pip's and setuptools' output: an hour is far more than one takes here.
 _BUILD_TIMEOUT_S = 1800
@@ -84,10 +84,11 @@ def _run(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None
 def build_wheel() -> Path:
     """The wheel of the checkout, built from its sdist and repaired by ``auditwheel`` to a manylinux tag.
 
-    ``python -m build`` makes the sdist, then the wheel from the unpacked sdist (a file the sdist forgot
-    fails here). ``auditwheel repair`` then checks that the C extension links only against what manylinux
-    allows and retags the wheel: ``_native.c`` uses libc only, so nothing is grafted and the tag is the oldest
-    glibc its symbols need. Cached by the hash of the distributed files; idempotent and safe across processes.
+    ``python -m build`` with neither ``--sdist`` nor ``--wheel`` makes both, the wheel from the unpacked sdist,
+    so a file the sdist forgot fails here. ``auditwheel repair`` then checks that the C extension links only
+    against what manylinux allows and retags the wheel: ``_native.c`` uses libc only, so nothing is grafted and
+    the tag is the oldest glibc its symbols need. Cached by the hash of the distributed files; idempotent and
+    safe across processes.
     """
     key = _source_hash()
     wheels = cache_dir() / "wheels"
@@ -100,7 +101,7 @@ def build_wheel() -> Path:
         try:
             env = _tools_env()
             _run(
-                [sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(staging / "dist"), str(ROOT)],
+                [sys.executable, "-m", "build", "--outdir", str(staging / "dist"), str(ROOT)],
                 cwd=ROOT,
                 env=env,
             )
