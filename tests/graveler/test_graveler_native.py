@@ -24,6 +24,7 @@ except ImportError:  # the first test says so; the others need it
 needs_native = pytest.mark.skipif(native is None, reason="graveler/_native.c was not built (pip install needs gcc)")
 
 SET = bytes([1]) + bytes(7)
+MiB = 1 << 20
 
 
 def _python_records(block: bytes) -> list[tuple[bytes, bytes]]:
@@ -312,4 +313,4 @@ def test_a_snappy_length_no_block_can_hold_is_refused_before_its_buffer_is_alloc
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert peak < 1 << 20, f"{peak} bytes allocated for a 7-byte block"
+    assert peak < MiB, f"{peak} bytes allocated for a 7-byte block"
