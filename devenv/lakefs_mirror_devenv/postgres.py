@@ -39,6 +39,12 @@ __all__ = [
 _SUPERUSER = "postgres"
 _START_TIMEOUT_S = 60.0
 _STOP_TIMEOUT_S = 30.0
+#: How ``stop`` asks, each for at most its wait: fast shutdown, immediate shutdown, then the kill.
+_STOP_SIGNALS: tuple[tuple[signal.Signals, float], ...] = (
+    (signal.SIGINT, _STOP_TIMEOUT_S),
+    (signal.SIGQUIT, 5.0),
+    (signal.SIGKILL, 5.0),
+)
 _PORT_ATTEMPTS = 3
 # sun_path is 108 bytes on Linux; leave room for "/.s.PGSQL.NNNNN" and its lock file.
 _MAX_SOCKET_DIR_LEN = 80
@@ -172,6 +178,11 @@ class PostgresServer:
 
     def is_running(self) -> bool:
         return not self._stopped and self._process.poll() is None
+
+    @property
+    def exit_code(self) -> int | None:
+        """How the postmaster ended: 0 after a clean shutdown, minus the signal that killed it, None while it runs."""
+        return self._process.poll()
 
     # ------------------------------------------------------------ databases
     def make_database(self, name: str, *, replace: bool = False) -> str:
@@ -384,7 +395,7 @@ def _wait_ready(
 
 def _terminate(process: subprocess.Popen[bytes]) -> None:
     """SIGINT (fast shutdown), then SIGQUIT (immediate), then SIGKILL; each wait bounded."""
-    for sig, wait_s in ((signal.SIGINT, _STOP_TIMEOUT_S), (signal.SIGQUIT, 5.0), (signal.SIGKILL, 5.0)):
+    for sig, wait_s in _STOP_SIGNALS:
         if process.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):

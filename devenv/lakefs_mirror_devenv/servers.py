@@ -183,7 +183,6 @@ def start_lakefs(
                 "endpoint": minio.endpoint,
                 "force_path_style": True,
                 "region": "us-east-1",
-                "discover_bucket_region": False,
                 "credentials": {"access_key_id": minio.access_key, "secret_access_key": minio.secret_key},
             },
         }
@@ -191,6 +190,14 @@ def start_lakefs(
     return start_lakefs_on(
         name, base_dir, blockstore, namespace_root, minio=minio.name if minio else None, auth_secret=auth_secret
     )
+
+
+def _lakefs_blockstore(blockstore: dict[str, Any]) -> dict[str, Any]:
+    """lakeFS's own section for ``blockstore`` (the replication config's shape): on S3, lakeFS is told not to look
+    up each bucket's region (MinIO has one), a lakeFS setting that the replication config refuses."""
+    if blockstore.get("type") != "s3":
+        return blockstore
+    return {**blockstore, "s3": {**blockstore.get("s3", {}), "discover_bucket_region": False}}
 
 
 def start_lakefs_on(
@@ -217,7 +224,7 @@ def start_lakefs_on(
         "logging": {"level": "INFO", "format": "text", "output": str(base_dir / "lakefs.log")},
         "database": {"type": "local", "local": {"path": str(base_dir / "metadata")}},
         "committed": {"local_cache": {"dir": str(base_dir / "cache")}},
-        "blockstore": blockstore,
+        "blockstore": _lakefs_blockstore(blockstore),
         "auth": {"encrypt": {"secret_key": auth_secret}},
         "installation": {
             "user_name": "admin",

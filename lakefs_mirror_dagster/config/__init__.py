@@ -50,7 +50,6 @@ from .stores import (
     LocalSettings,
     S3Credentials,
     S3Settings,
-    SigningConfig,
     StoreConfig,
     StoreSettings,
 )
@@ -86,7 +85,6 @@ __all__ = [
     "S3Credentials",
     "S3Settings",
     "Secret",
-    "SigningConfig",
     "SparkConfig",
     "SqliteSettings",
     "StoreConfig",

@@ -44,6 +44,25 @@ _KEY_HINTS: dict[tuple[str, str], str] = {
     ("BlockstoreConfig", "default_namespace_prefix"): _LAKEFS_ONLY,
     ("StoreConfig", "default_namespace_prefix"): _LAKEFS_ONLY,
     ("StoreConfig", "signing"): "signing belongs to blockstores, not to one store",
+    ("BlockstoresConfig", "signing"): (
+        "lakeFS signs the physical addresses it hands out with it; the replication service writes objects "
+        "straight to the store and links none through lakeFS, so it would do nothing here; remove it"
+    ),
+    ("S3Settings", "discover_bucket_region"): (
+        "the replication service signs requests for s3.region and does not look up each bucket's region; "
+        "set region to the buckets' region and remove this key"
+    ),
+    **{
+        ("LocalSettings", key): (
+            "a lakeFS setting for importing local paths, which the replication service never does (it reads "
+            "imported objects by their addresses, within allowed_external_prefixes); remove it"
+        )
+        for key in ("import_enabled", "import_hidden")
+    },
+    ("GSSettings", "s3_endpoint"): (
+        "lakeFS's S3-interoperability endpoint for GCS; the replication service uses GCS's own API "
+        "(gs.endpoint for an emulator or a private endpoint); remove it"
+    ),
     **{
         ("S3Settings", key): _LAKEFS_ONLY
         for key in (

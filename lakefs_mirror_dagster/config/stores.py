@@ -32,7 +32,6 @@ __all__ = [
     "LocalSettings",
     "S3Credentials",
     "S3Settings",
-    "SigningConfig",
     "StoreConfig",
     "StoreSettings",
 ]
@@ -64,7 +63,6 @@ class S3Settings:
     endpoint: str = field(default="", metadata=_meta(_optional_http_url))
     region: str = "us-east-1"
     force_path_style: bool = False
-    discover_bucket_region: bool = True
     profile: str = ""
     credentials_file: str = ""
     credentials: S3Credentials = field(default_factory=S3Credentials)
@@ -73,14 +71,19 @@ class S3Settings:
     server_side_encryption: str = field(default="", metadata=_meta(_s3_sse))
     server_side_encryption_kms_key_id: str = ""
 
+    def _validate(self, parts: _Parts) -> None:
+        if self.server_side_encryption_kms_key_id and self.server_side_encryption != "aws:kms":
+            raise _FieldError(
+                (*parts, "server_side_encryption_kms_key_id"),
+                "a KMS key is used only with server_side_encryption: aws:kms",
+            )
+
 
 @dataclass(frozen=True, kw_only=True)
 class LocalSettings:
     """lakeFS's ``blockstore.local``; ``path`` is ``~``-expanded like lakeFS does."""
 
     path: str = field(default="~/lakefs/data/block", metadata=_meta(_expand_path))
-    import_enabled: bool = False
-    import_hidden: bool = False
     allowed_external_prefixes: tuple[str, ...] = ()
 
 
@@ -88,9 +91,8 @@ class LocalSettings:
 class GSSettings:
     """lakeFS's ``blockstore.gs``, plus ``endpoint`` (ours): an emulator such as fake-gcs-server or a private
     endpoint, used anonymously when no credentials are given. Without credentials or endpoint, Google's
-    application default credentials apply. ``s3_endpoint`` is lakeFS's and unused here."""
+    application default credentials apply."""
 
-    s3_endpoint: str = field(default="https://storage.googleapis.com", metadata=_meta(_optional_http_url))
     endpoint: str = field(default="", metadata=_meta(_optional_http_url))
     credentials_file: str = ""
     credentials_json: Secret = field(default_factory=Secret)
@@ -162,17 +164,10 @@ class StoreConfig(BlockstoreConfig):
 
 
 @dataclass(frozen=True, kw_only=True)
-class SigningConfig:
-    """``blockstores.signing``: accepted so lakeFS's section can be copied verbatim; not used here."""
-
-    secret_key: Secret = field(default_factory=Secret)
-
-
-@dataclass(frozen=True, kw_only=True)
 class BlockstoresConfig:
-    """lakeFS's multi-storage ``blockstores`` section (mutually exclusive with ``blockstore``)."""
+    """lakeFS's multi-storage ``blockstores`` section (mutually exclusive with ``blockstore``); its ``signing``
+    is lakeFS's alone and refused (config/binder.py)."""
 
-    signing: SigningConfig = field(default_factory=SigningConfig)
     stores: tuple[StoreConfig, ...]
 
     def _validate(self, parts: _Parts) -> None:

@@ -307,10 +307,15 @@ def _listen_address(value: str) -> str:
     return value
 
 
-_SSE_VALUES = ("", "AES256", "aws:kms", "aws:kms:dsse")
+_SSE_VALUES = ("", "AES256", "aws:kms")
 
 
 def _s3_sse(value: str) -> str:
+    if value == "aws:kms:dsse":
+        raise ValueError(
+            "'aws:kms:dsse' (dual-layer SSE-KMS) is not supported: the mirror's objects are written with "
+            "'AES256' or 'aws:kms' only; use 'aws:kms' (lakeFS reads objects of either)"
+        )
     if value not in _SSE_VALUES:
         raise ValueError(f"unsupported value {value!r}; expected one of: {', '.join(repr(v) for v in _SSE_VALUES)}")
     return value

@@ -11,6 +11,7 @@
  * sstable.py `SSTable.read_block` (its CRC-32C check is the `crc32c` package's, its snappy decompression
  * cramjam's), `common_prefix` <-> range_id.py `_python_common_prefix`. Same results and the same refusals; tests/graveler/test_graveler_native.py compares them on valid
  * and corrupt blocks. A corrupt block raises ValueError (the callers turn it into SSTableError).
+ * tests/graveler/fuzz_native.py builds this file with ASan and UBSan and feeds both sides mutated range files.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -106,7 +107,9 @@ static int walker_next(Walker *w)
         set_block_error(w->index, "corrupt entry (bad varint)", w->pos);
         return -1;
     }
-    if (unshared > (uint64_t)(w->end - pos) || vlen > (uint64_t)(w->end - pos) - unshared) {
+    /* the varints may reach into the restart array: then nothing is left for the key (a negative room must
+     * not become a huge unsigned one) */
+    if (pos > w->end || unshared > (uint64_t)(w->end - pos) || vlen > (uint64_t)(w->end - pos) - unshared) {
         set_block_error(w->index, "entry overruns the block", pos);
         return -1;
     }
@@ -153,13 +156,48 @@ typedef struct {
     Py_ssize_t next_block;
     Walker w;
     int valid; /* a record is current */
+    /* With check_order, each key must be greater than the one before (a merge of ranges relies on it): the
+     * previous user key is kept in prev. */
+    int check_order, has_prev;
+    unsigned char *prev;
+    Py_ssize_t prev_len, prev_cap;
 } Cursor;
+
+/* 0 when the current key comes after the previous one (and becomes it), -1 with ValueError set otherwise. */
+static int cursor_check_order(Cursor *c)
+{
+    const Walker *w = &c->w;
+    Py_ssize_t len = w->ikey_len - TRAILER_SIZE;
+    if (c->has_prev) {
+        int cmp = memcmp(c->prev, w->ikey, (size_t)(c->prev_len < len ? c->prev_len : len));
+        if (cmp > 0 || (cmp == 0 && c->prev_len >= len)) {
+            set_block_error(w->index, "key not greater than the key before it", w->pos);
+            return -1;
+        }
+    }
+    if (len > c->prev_cap) {
+        Py_ssize_t cap = len * 2 < 64 ? 64 : len * 2;
+        unsigned char *grown = PyMem_Realloc(c->prev, (size_t)cap);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        c->prev = grown;
+        c->prev_cap = cap;
+    }
+    memcpy(c->prev, w->ikey, (size_t)len);
+    c->prev_len = len;
+    c->has_prev = 1;
+    return 0;
+}
 
 static int cursor_advance(Cursor *c)
 {
     for (;;) {
         if (c->next_block > 0) {
             int r = walker_next(&c->w);
+            if (r == 1 && c->check_order && cursor_check_order(c) < 0)
+                r = -1;
             if (r != 0) {
                 c->valid = r == 1;
                 return r;
@@ -175,7 +213,7 @@ static int cursor_advance(Cursor *c)
     }
 }
 
-static int cursor_open(Cursor *c, PyObject *blocks)
+static int cursor_open(Cursor *c, PyObject *blocks, int check_order)
 {
     memset(c, 0, sizeof(*c));
     if (!PyList_Check(blocks)) {
@@ -183,7 +221,14 @@ static int cursor_open(Cursor *c, PyObject *blocks)
         return -1;
     }
     c->blocks = blocks;
+    c->check_order = check_order;
     return cursor_advance(c);
+}
+
+static void cursor_free(Cursor *c)
+{
+    PyMem_Free(c->w.ikey);
+    PyMem_Free(c->prev);
 }
 
 static PyObject *current_pair(const Walker *w)
@@ -252,7 +297,7 @@ static PyObject *blocks_hash_input(PyObject *module, PyObject *blocks)
     (void)module;
     Cursor c;
     PyObject *out = NULL;
-    if (cursor_open(&c, blocks) < 0)
+    if (cursor_open(&c, blocks, 0) < 0)
         goto done;
     Py_ssize_t cap = 4096, used = 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(blocks); i++) {
@@ -284,7 +329,7 @@ static PyObject *blocks_hash_input(PyObject *module, PyObject *blocks)
     if (out != NULL)
         _PyBytes_Resize(&out, used);
 done:
-    PyMem_Free(c.w.ikey);
+    cursor_free(&c);
     return out;
 }
 
@@ -302,7 +347,8 @@ PyDoc_STRVAR(changed_records_doc,
              "int]\n\n"
              "The (key, raw value) records of `blocks` that no base holds byte for byte (same key, same value), "
              "and how many it holds. Each base is the data blocks of one range, in key order; records of "
-             "`blocks` are only made into Python objects when they changed.");
+             "`blocks` are only made into Python objects when they changed. Refuses a corrupt block, in `blocks` "
+             "or in a base, and keys that are not in increasing order.");
 
 static PyObject *changed_records(PyObject *module, PyObject *args)
 {
@@ -321,9 +367,9 @@ static PyObject *changed_records(PyObject *module, PyObject *args)
         goto done;
     }
     for (Py_ssize_t i = 0; i < nbases; i++)
-        if (cursor_open(&base[i], PyList_GET_ITEM(bases, i)) < 0)
+        if (cursor_open(&base[i], PyList_GET_ITEM(bases, i), 1) < 0)
             goto done;
-    if (cursor_open(&c, blocks) < 0 || (changed = PyList_New(0)) == NULL)
+    if (cursor_open(&c, blocks, 1) < 0 || (changed = PyList_New(0)) == NULL)
         goto done;
     while (c.valid) {
         int same = 0;
@@ -348,13 +394,18 @@ static PyObject *changed_records(PyObject *module, PyObject *args)
         if (cursor_advance(&c) < 0)
             goto done;
     }
+    /* the rest of each base is read too: a base is refused whole, whichever of its records were needed */
+    for (Py_ssize_t i = 0; i < nbases; i++)
+        while (base[i].valid)
+            if (cursor_advance(&base[i]) < 0)
+                goto done;
     result = Py_BuildValue("(On)", changed, unchanged);
 done:
     Py_XDECREF(changed);
-    PyMem_Free(c.w.ikey);
+    cursor_free(&c);
     if (base != NULL) {
         for (Py_ssize_t i = 0; i < nbases; i++)
-            PyMem_Free(base[i].w.ikey);
+            cursor_free(&base[i]);
         PyMem_Free(base);
     }
     return result;
@@ -397,7 +448,8 @@ static PyObject *index_block_handles(PyObject *module, PyObject *block)
             Py_CLEAR(out);
             break;
         }
-        if (shared > key_len || unshared > (uint64_t)(end - pos) || vlen > (uint64_t)(end - pos) - unshared) {
+        if (pos > end || shared > key_len || unshared > (uint64_t)(end - pos) ||
+            vlen > (uint64_t)(end - pos) - unshared) {
             PyErr_Format(PyExc_ValueError, "corrupt entry at offset %zd", pos);
             Py_CLEAR(out);
             break;
@@ -483,6 +535,12 @@ static PyObject *snappy_decompress(const unsigned char *src, Py_ssize_t n, const
     *why = NULL;
     if (read_uvarint(src, n, &pos, &total) < 0 || total > 0xFFFFFFFFu) {
         *why = "bad length preamble";
+        return NULL;
+    }
+    /* No element makes more than 64 bytes of 3 (a copy with a 2-byte offset): a preamble beyond that is a lie,
+     * refused before its buffer (up to 4 GiB) is allocated. */
+    if (total / 22 > (uint64_t)n) {
+        *why = "length preamble larger than the block can hold";
         return NULL;
     }
     PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);

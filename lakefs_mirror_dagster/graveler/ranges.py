@@ -8,6 +8,7 @@ ranges it rewrites by raw record bytes, so only records that differ are decoded 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
@@ -164,16 +165,25 @@ def changed_entries(blocks: list[bytes], bases: Sequence[list[bytes]]) -> tuple[
 
 
 def _python_changed_records(blocks: list[bytes], bases: list[list[bytes]]) -> tuple[list[tuple[bytes, bytes]], int]:
-    """The reference for ``_native.changed_records``: records of ``blocks`` no base holds byte for byte."""
-    base_maps = [dict(block_list_records(base)) for base in bases]
+    """The reference for ``_native.changed_records``: records of ``blocks`` no base holds byte for byte. The C
+    merge walks keys in order, so keys out of order (in ``blocks`` or a base) are refused here too."""
+    base_maps = [dict(_in_order(block_list_records(base))) for base in bases]
     changed: list[tuple[bytes, bytes]] = []
     unchanged = 0
-    for key, value in block_list_records(blocks):
+    for key, value in _in_order(block_list_records(blocks)):
         if any(base.get(key) == value for base in base_maps):
             unchanged += 1
         else:
             changed.append((key, value))
     return changed, unchanged
+
+
+def _in_order(records: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """``records``, refused unless each key is greater than the one before (as lakeFS writes a range)."""
+    for (before, _), (key, _) in itertools.pairwise(records):
+        if key <= before:
+            raise SSTableError(f"key {key!r} not greater than the key before it ({before!r})")
+    return records
 
 
 def _changed_records(blocks: list[bytes], bases: list[list[bytes]]) -> tuple[list[tuple[bytes, bytes]], int]:

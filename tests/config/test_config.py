@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy
 import yaml
 
+import lakefs_mirror_dagster.config
 from lakefs_mirror_dagster.config import (
     AuthApiConfig,
     AuthCacheConfig,
@@ -128,12 +129,7 @@ def test_s3_and_local_defaults_follow_lakefs() -> None:
     assert config.blockstore is not None
     assert config.blockstore.type == "s3"  # type names are case-insensitive, stored canonical
     s3 = config.blockstore.s3
-    assert (s3.region, s3.endpoint, s3.force_path_style, s3.discover_bucket_region) == (
-        "us-east-1",
-        "",
-        False,
-        True,
-    )
+    assert (s3.region, s3.endpoint, s3.force_path_style) == ("us-east-1", "", False)
     assert config.blockstore.settings is s3
 
     local = parse_config(minimal(blockstore={"type": "local", "local": {"path": "/data/block"}}))
@@ -293,11 +289,23 @@ blockstores:
 """
 
 
-def multi(blockstores_yaml: str, **extra: Any) -> dict[str, Any]:
+def multi(blockstores_yaml: str, *, verbatim: bool = False, **extra: Any) -> dict[str, Any]:
+    """A config with the reference's ``blockstores`` example; without ``verbatim``, less the lakeFS settings the
+    replication config refuses (``signing``, ``s3.discover_bucket_region``)."""
     data = minimal(**extra)
     del data["blockstore"]
     data.update(yaml.safe_load(blockstores_yaml))
+    if not verbatim:
+        data["blockstores"].pop("signing", None)
+        for store in data["blockstores"]["stores"]:
+            store.get("s3", {}).pop("discover_bucket_region", None)
     return data
+
+
+def test_the_reference_examples_verbatim_are_refused_at_their_lakefs_only_keys() -> None:
+    err = error_of(multi(MULTI_STORE_ON_PREM, verbatim=True))
+    assert err.path == "blockstores.signing" and "links none through lakeFS" in str(err)
+    assert "some-secret" not in str(err)  # the refused secret is not shown
 
 
 def test_reference_multi_store_examples_parse() -> None:
@@ -854,7 +862,7 @@ SECRETS = [
     "s3-Sekr1t-value",
     "token-Sekr1t-value",
     "pgpass-Sekr1t-value",
-    "signing-Sekr1t-value",
+    "gs-Sekr1t-value",
     "azure-Sekr1t-value",
     "west-Sekr1t-value",
     "source-Sekr1t-value",
@@ -879,7 +887,6 @@ def config_full_of_secrets() -> ReplicationConfig:
     )
     del data["blockstore"]
     data["blockstores"] = {
-        "signing": {"secret_key": SECRETS[5]},
         "stores": [
             {
                 "id": "main",
@@ -898,6 +905,7 @@ def config_full_of_secrets() -> ReplicationConfig:
                 "type": "azure",
                 "azure": {"storage_account": "acct", "storage_access_key": SECRETS[6]},
             },
+            {"id": "gcs", "type": "gs", "gs": {"credentials_json": SECRETS[5]}},
         ],
     }
     return parse_config(data)
@@ -1051,7 +1059,7 @@ def test_commented_blockstores_example_is_valid() -> None:
         if not line.startswith("#"):
             break
         block.append(line[2:])
-    config = parse_config(multi("\n".join(block)))
+    config = parse_config(multi("\n".join(block), verbatim=True))
     assert [s.id for s in config.stores] == ["minio-prod", "archive"]
     assert config.store_by_id("").id == "minio-prod"
 
@@ -1098,3 +1106,65 @@ def test_bad_spark_transfer_values_name_the_field(spark: dict[str, Any], path: s
     err = error_of(minimal(spark=spark))
     assert err.path.startswith(path), str(err)
     assert fragment in str(err)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# No value accepted, then refused at build time or ignored (issue 31)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_dual_layer_kms_is_refused_at_load_naming_the_key_and_what_to_use() -> None:
+    err = error_of(minimal(blockstore={"type": "s3", "s3": {"server_side_encryption": "aws:kms:dsse"}}))
+    assert err.path == "blockstore.s3.server_side_encryption"
+    assert "'aws:kms:dsse' (dual-layer SSE-KMS) is not supported" in str(err) and "use 'aws:kms'" in str(err)
+    for sse in ("", "AES256", "aws:kms"):  # what the store builds
+        config = parse_config(minimal(blockstore={"type": "s3", "s3": {"server_side_encryption": sse}}))
+        assert config.blockstore is not None and config.blockstore.s3.server_side_encryption == sse
+
+
+def test_a_kms_key_without_aws_kms_is_refused_at_load() -> None:
+    s3 = {"server_side_encryption": "AES256", "server_side_encryption_kms_key_id": "arn:aws:kms:key/1"}
+    err = error_of(minimal(blockstore={"type": "s3", "s3": s3}))
+    assert err.path == "blockstore.s3.server_side_encryption_kms_key_id" and "aws:kms" in str(err)
+    config = parse_config(minimal(blockstore={"type": "s3", "s3": {**s3, "server_side_encryption": "aws:kms"}}))
+    assert config.blockstore is not None and config.blockstore.s3.server_side_encryption_kms_key_id
+
+
+def test_the_example_config_offers_only_values_that_load() -> None:
+    text = (Path(lakefs_mirror_dagster.config.__file__).parent / "example.yaml").read_text()
+    assert "dsse" not in text and "discover_bucket_region" not in text and "signing:" not in text
+
+
+@pytest.mark.parametrize(
+    ("blockstore", "path", "why"),
+    [
+        ({"type": "s3", "s3": {"discover_bucket_region": True}}, "blockstore.s3.discover_bucket_region", "s3.region"),
+        ({"type": "s3", "s3": {"discover_bucket_region": False}}, "blockstore.s3.discover_bucket_region", "region"),
+        ({"type": "local", "local": {"import_enabled": True}}, "blockstore.local.import_enabled", "importing"),
+        ({"type": "local", "local": {"import_hidden": False}}, "blockstore.local.import_hidden", "importing"),
+        ({"type": "gs", "gs": {"s3_endpoint": "https://storage.googleapis.com"}}, "blockstore.gs.s3_endpoint", "API"),
+    ],
+)
+def test_lakefs_store_keys_that_would_do_nothing_are_refused_at_load(
+    blockstore: dict[str, Any], path: str, why: str
+) -> None:
+    err = error_of(minimal(blockstore=blockstore))
+    assert err.path == path and why in str(err) and "remove" in str(err)
+
+
+def test_blockstores_signing_is_refused_at_load() -> None:
+    data = multi(MULTI_STORE_MULTI_CLOUD)
+    data["blockstores"]["signing"] = {"secret_key": "a-signing-secret"}
+    err = error_of(data)
+    assert err.path == "blockstores.signing" and "would do nothing" in str(err)
+    assert "a-signing-secret" not in str(err)
+
+
+def test_without_a_backward_compatible_store_a_mirror_must_name_its_store() -> None:
+    """The reference: with no store marked, lakeFS refuses repositories without a storage id; its own multi-store
+    examples mark none. So the config loads, and what needs the store is refused, naming the key."""
+    config = parse_config(multi(MULTI_STORE_MULTI_CLOUD))
+    assert config.default_store is None
+    with pytest.raises(ConfigError, match="backward_compatible: true"):
+        config.store_by_id("")
+    assert config.store_by_id("s3-prod").type == "s3"

@@ -9,11 +9,13 @@ Python reference in test_graveler_range_diff.py, on random rewrites.
 from __future__ import annotations
 
 import random
+import struct
+import tracemalloc
 
 import pytest
 
 from lakefs_mirror_dagster.graveler import SSTable, SSTableError, range_id, ranges, sstable
-from tests.graveler.sstable_writer import WriterOptions, _BlockBuilder, fake_entry_records, write_lakefs_file
+from tests.graveler.sstable_writer import WriterOptions, _BlockBuilder, fake_entry_records, uvarint, write_lakefs_file
 
 try:
     from lakefs_mirror_dagster.graveler import _native as native
@@ -22,6 +24,7 @@ except ImportError:  # the first test says so; the others need it
 needs_native = pytest.mark.skipif(native is None, reason="graveler/_native.c was not built (pip install needs gcc)")
 
 SET = bytes([1]) + bytes(7)
+MiB = 1 << 20
 
 
 def _python_records(block: bytes) -> list[tuple[bytes, bytes]]:
@@ -264,3 +267,50 @@ def test_a_block_past_the_data_area_or_of_an_unknown_compression_is_refused() ->
         _read_one(b"abc", 7)
     with pytest.raises(ValueError, match="snappy decompression failed"):
         _read_one(b"\x05\x00a", 1)  # says 5 bytes, holds 1
+
+
+# Found by tests/graveler/fuzz_native.py (the C reader built with ASan and UBSan against the Python loops).
+@needs_native
+def test_an_entry_whose_lengths_run_into_the_restart_array_is_refused_by_both() -> None:
+    """A restart count that leaves one byte for the entries: the entry's varints end past it. The C walk took the
+    negative room left for the key as a huge one and read the value past the block's end."""
+    body = b"\x00" + uvarint(58) + uvarint(5000) + bytes(60)
+    body += bytes(-(len(body) - 1) % 4)
+    block = body + struct.pack("<I", (len(body) - 1) // 4)  # the restart array covers all but the first byte
+    with pytest.raises(ValueError, match="overruns"):
+        native.data_block_records(block)
+    with pytest.raises(SSTableError, match="overruns"):
+        _python_records(block)
+    index = b"\x00" + uvarint(3) + uvarint(2) + b"abc" + uvarint(1) + uvarint(1) + bytes(2)
+    index += struct.pack("<I", (len(index) - 1) // 4)  # the same in an index block: it gave a handle (1, 1)
+    assert _outcome(native.index_block_handles, index)[0] == "refused"
+    assert _outcome(lambda b: sstable._python_index_block_handles(b, "index"), index)[0] == "refused"
+
+
+@needs_native
+def test_keys_out_of_order_are_refused_by_both_merges_wherever_they_are() -> None:
+    """The C merge walks keys in order; the Python reference looks them up: both refuse a range whose keys go
+    back, in the new range or in a base, even past the last key the merge needed."""
+    ordered = [_block([b"a" + SET, b"b" + SET])]
+    for blocks, bases in (
+        ([_block([b"b" + SET, b"a" + SET])], [ordered]),
+        ([_block([b"a" + SET])], [[_block([b"a" + SET, b"c" + SET, b"b" + SET])]]),
+    ):
+        with pytest.raises(ValueError, match="not greater than the key before it"):
+            native.changed_records(blocks, bases)
+        with pytest.raises(SSTableError, match="not greater than the key before it"):
+            ranges._python_changed_records(blocks, bases)
+    assert native.changed_records(ordered, [ordered]) == ([], 2)
+
+
+@needs_native
+def test_a_snappy_length_no_block_can_hold_is_refused_before_its_buffer_is_allocated() -> None:
+    """A 7-byte block claiming 4 GiB: refused before allocating (it was allocated, then found short)."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="snappy decompression failed"):
+            _read_one(uvarint(0xFFFFFFFF) + b"\x00a", 1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < MiB, f"{peak} bytes allocated for a 7-byte block"

@@ -109,7 +109,7 @@ def test_decode_entry_all_fields() -> None:
     )
     e = decode_entry(data)
     assert (e.address, e.size, e.e_tag, e.address_type, e.content_type) == (
-        "data/gabc/def", 5 << 33, "etag", AddressType.RELATIVE, "text/csv"
+        "data/gabc/def", 5 * (1 << 33), "etag", AddressType.RELATIVE, "text/csv"
     )  # fmt: skip
     assert e.metadata == {"a": "1", "b": "2"}
     assert e.last_modified.isoformat() == "2023-11-14T22:13:20.123456+00:00"

@@ -18,7 +18,7 @@ import yaml
 from lakefs_mirror_devenv import Environment
 from lakefs_mirror_devenv.bucket_replication import MinioClient
 
-from lakefs_mirror_dagster.replication import BlockReason, MirrorSyncResult, RefAction, RefResult
+from lakefs_mirror_dagster.replication import BlockReason, MirrorSyncResult, RefAction, RefResult, retry
 from lakefs_mirror_dagster.storage import relative_to_namespace
 from lakefs_mirror_dagster.storage.uri import join_namespace
 
@@ -26,11 +26,31 @@ from .conftest import assert_mirror_equals_source, content
 
 pytestmark = pytest.mark.integration
 
-#: Long enough that the replication and the sync right after the first pass end within it, even on a loaded machine
-#: (at 1 s, a loaded run saw the cooldown over before the pass that must be deferred).
-COOLDOWN_S = 4.0
+#: cooldown_on_missing: never over by itself within a test, whatever the machine's load; the tests move the
+#: retry schedule's clock past it (``RetryClock``) where the reference waits it out.
+COOLDOWN_S = 3600.0
 #: MinIO replicates a new or resynced object within a second on loopback; bounded well above that.
 DELIVERY_TIMEOUT_S = 30.0
+
+
+class RetryClock:
+    """The retry schedule's clock (``replication.retry._now``): real time plus what the test skipped."""
+
+    def __init__(self) -> None:
+        self.skipped = dt.timedelta(0)
+
+    def now(self) -> dt.datetime:
+        return dt.datetime.now(dt.UTC) + self.skipped
+
+    def skip(self, seconds: float) -> None:
+        self.skipped += dt.timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def retry_clock(monkeypatch: pytest.MonkeyPatch) -> RetryClock:
+    clock = RetryClock()
+    monkeypatch.setattr(retry, "_now", clock.now)
+    return clock
 
 
 def external_mode(path: Path) -> Path:
@@ -56,7 +76,7 @@ def assert_waiting(main: RefResult, *, missing: int) -> None:
 
 
 def test_external_mode_copies_no_object_and_advances_once_all_arrived(
-    lakefs_env: Environment, isolated_regions, unique_name
+    lakefs_env: Environment, isolated_regions, unique_name, retry_clock: RetryClock
 ) -> None:
     config_path, service = isolated_regions
     external_mode(config_path("region-b"))
@@ -101,13 +121,13 @@ def test_external_mode_copies_no_object_and_advances_once_all_arrived(
     replicate(keys[:2])
     [held] = dst_svc.sync(name=mirror.name)
     assert main_of(held).action == RefAction.DEFERRED, main_of(held).to_json()  # cooldown_on_missing
-    time.sleep(COOLDOWN_S)
+    retry_clock.skip(COOLDOWN_S)
     [second] = dst_svc.sync(name=mirror.name)
     assert_waiting(main_of(second), missing=1)
     assert main_of(second).stats.metadata_files_present >= 1  # its range file from the first pass: not rewritten
 
     replicate(keys[2:])
-    time.sleep(COOLDOWN_S)
+    retry_clock.skip(COOLDOWN_S)
     [third] = dst_svc.sync(name=mirror.name, due_only=True)  # the retry pass of validator.run_interval
     main = main_of(third)
     assert (main.action, main.mirror_commit, main.error) == (RefAction.CREATED, head, None), main.to_json()
@@ -117,7 +137,7 @@ def test_external_mode_copies_no_object_and_advances_once_all_arrived(
 
 
 def test_minio_bucket_replication_delivers_and_the_waiting_branch_advances(
-    lakefs_env: Environment, isolated_regions, unique_name, tmp_path: Path
+    lakefs_env: Environment, isolated_regions, unique_name, tmp_path: Path, retry_clock: RetryClock
 ) -> None:
     """Source region-a on MinIO ``minio-a``, mirror in region-c on MinIO ``minio-c``, each repository in a fresh
     versioned bucket; a MinIO replication rule (``mc``) from the source namespace's bucket and prefix to the
@@ -185,7 +205,7 @@ def test_minio_bucket_replication_delivers_and_the_waiting_branch_advances(
 
     retry_at = next(b for b in dst_svc.mirrors.get_branches(mirror.id) if b.branch == "main").retry_after
     assert retry_at is not None
-    time.sleep(max(0.0, (retry_at - dt.datetime.now(dt.UTC)).total_seconds()))
+    retry_clock.skip(max(0.0, (retry_at - retry_clock.now()).total_seconds()))
     [second] = dst_svc.sync(name=mirror.name, due_only=True)  # the retry pass after cooldown_on_missing
     main = main_of(second)
     assert (main.action, main.mirror_commit, main.error) == (RefAction.CREATED, head, None), main.to_json()

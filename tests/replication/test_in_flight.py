@@ -15,6 +15,7 @@ import pytest
 
 from lakefs_mirror_dagster.graveler.records import RangeRef
 from lakefs_mirror_dagster.mirrors import MirrorStore, RefInFlight
+from lakefs_mirror_dagster.replication import in_flight
 from lakefs_mirror_dagster.replication.in_flight import InFlightRecorder, in_flight_line, in_flight_view
 from lakefs_mirror_dagster.replication.progress import ProgressReporter
 from tests.mirrors.conftest import mirror_id_in
@@ -26,11 +27,15 @@ def _ranges(*counts: int) -> list[RangeRef]:
     return [RangeRef(f"r{i}", b"a", b"z", estimated_size=c * 1000, count=c) for i, c in enumerate(counts)]
 
 
-def _until(check: Callable[[], bool], timeout_s: float = 5.0) -> None:
+def _until(check: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    """Wait for ``check`` to hold (a liveness bound, not a budget: a busy machine may take a while)."""
     deadline = time.monotonic() + timeout_s
-    while not check():
+    for _ in range(int(timeout_s / 0.05) + 1):
+        if check():
+            return
         assert time.monotonic() < deadline, "not within the time allowed"
         time.sleep(0.05)
+    assert check(), "not within the time allowed"
 
 
 def test_each_ref_counts_its_own_objects_and_the_pass_counts_them_all() -> None:
@@ -76,32 +81,72 @@ def test_the_recorder_keeps_a_ref_in_flight_in_the_database_and_removes_it_when_
         _until(lambda: store.refs_in_flight(mirror_id) == [])
 
 
-def test_a_process_leaving_just_after_a_ref_finished_removes_its_record_at_once(tmp_path: Path) -> None:
-    """``sync --once`` exits right after its last ref: the exit flush does not wait for a burst to settle."""
+class _NotedWait(threading.Event):
+    """An event that tells when someone starts waiting on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waiting.set()
+        return super().wait(timeout)
+
+
+def test_a_process_leaving_just_after_a_ref_finished_removes_its_record_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sync --once`` exits right after its last ref: the exit flush does not wait for a burst to settle. Here
+    the writer would gather events for an hour and the flush allows 30 s: the record is gone when flush returns
+    only if leaving cut the gathering short."""
     with MirrorStore(f"sqlite:///{tmp_path / 'mirrors.db'}") as store:
         mirror_id = mirror_id_in(store)
         progress = ProgressReporter("mirror")
-        recorder = InFlightRecorder(store, mirror_id, progress, lock=threading.Lock(), every_s=0.2)
+        # no heartbeat within the test: the writer wakes only for the ref's start and finish
+        recorder = InFlightRecorder(store, mirror_id, progress, lock=threading.Lock(), every_s=3600)
+        gathering = recorder._leaving = _NotedWait()  # set before the writer thread exists
         progress.ref_started("branch main", source_commit="c" * 64)
         _until(lambda: len(store.refs_in_flight(mirror_id)) == 1)
+        monkeypatch.setattr(in_flight, "_GATHER_S", 3600.0)
+        gathering.waiting.clear()
         progress.ref_finished("branch main")  # wakes the writer, which waits for more events to gather
-        time.sleep(0.05)
-        started = time.monotonic()
-        recorder.flush(timeout_s=5.0)
-        assert time.monotonic() - started < 0.3
+        assert gathering.waiting.wait(30), "the writer never started gathering"
+        assert len(store.refs_in_flight(mirror_id)) == 1  # still gathering
+        recorder.flush(timeout_s=30.0)
         assert store.refs_in_flight(mirror_id) == []
 
 
+class _NotedWait(threading.Event):
+    """An event that tells when someone starts waiting on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waiting.set()
+        return super().wait(timeout)
+
+
 class _BrokenStore:
-    """A database that takes a second to fail each write."""
+    """A database whose writes hang until the test lets them fail (``release``); ``entered`` is set when the first
+    write starts, ``returned`` when one ends. A write made on the sync's own thread fails at once instead of
+    hanging: it is the fault the test looks for, shown by ``returned`` without hanging the test."""
 
     def __init__(self) -> None:
         self.calls = 0
+        self.entered, self.release, self.returned = threading.Event(), threading.Event(), threading.Event()
+        self.sync_thread = threading.get_ident()
 
     def put_in_flight(self, record: RefInFlight) -> None:
         self.calls += 1
-        time.sleep(1.0)
-        raise ConnectionError("database down")
+        self.entered.set()
+        try:
+            if threading.get_ident() != self.sync_thread:
+                self.release.wait(60)
+            raise ConnectionError("database down")
+        finally:
+            self.returned.set()
 
     def clear_in_flight(self, mirror_id: str, kind: str, ref: str) -> bool:
         self.calls += 1
@@ -114,13 +159,16 @@ def test_a_failing_slow_database_neither_fails_nor_slows_the_sync(caplog: pytest
     InFlightRecorder(store, "mid", progress, lock=threading.Lock(), every_s=0.1)
     with caplog.at_level(logging.WARNING, logger="lakefs_mirror_dagster.replication.in_flight"):
         progress.ref_started("branch main", source_commit="c1")
-        _until(lambda: store.calls == 1)  # the first write is under way: it fails after a second
-        started = time.monotonic()
-        for _ in range(200):
-            progress.batch_planned(_ranges(1), ref="branch main")
-            progress.object_done(10, ref="branch main")
-        progress.ref_finished("branch main")
-        assert time.monotonic() - started < 0.5, "the sync waited for the database"
+        assert store.entered.wait(30)  # the first write is under way, and hangs until released
+        try:
+            for _ in range(200):
+                progress.batch_planned(_ranges(1), ref="branch main")
+                progress.object_done(10, ref="branch main")
+            progress.ref_finished("branch main")
+            # the sync's calls all returned while the database write still hung: none of them waited for it
+            assert not store.returned.is_set() and store.calls == 1, "the sync waited for the database"
+        finally:
+            store.release.set()
         _until(lambda: store.calls >= 2)  # and the recorder goes on: it tries to remove the record
     assert [r.message for r in caplog.records if "could not" in r.message][:1] == [
         "could not record branch main in flight (the sync goes on): ConnectionError: database down"

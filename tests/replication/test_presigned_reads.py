@@ -8,7 +8,6 @@ import logging
 import re
 import socket
 import threading
-import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
@@ -157,18 +156,20 @@ def test_a_few_large_objects_are_read_presigned_too() -> None:
     assert client.pages == 1
 
 
-class _PagesSlowly(_ServesThroughLakeFS):
-    """Pages of 1,000 presigned URLs to a real HTTP server; every page after the first takes ``delay_s``."""
+class _PagesHeld(_ServesThroughLakeFS):
+    """Pages of 1,000 presigned URLs to a real HTTP server; every page after the first is held until ``release``
+    is set (``asked`` is set when one is asked for)."""
 
-    def __init__(self, url: str, keys: int, delay_s: float) -> None:
+    def __init__(self, url: str, keys: int) -> None:
         super().__init__(url)
         self.keys = [f"k{i:05d}" for i in range(keys)]
-        self.delay_s = delay_s
+        self.asked, self.release = threading.Event(), threading.Event()
         self.pages = 0
 
     def presigned_addresses(self, repo: str, ref: str, *, after: str, amount: int = 1000):  # type: ignore[no-untyped-def]
         if after >= self.keys[0]:  # not the first page
-            time.sleep(self.delay_s)
+            self.asked.set()
+            self.release.wait(60)
         self.pages += 1
         page = [k for k in self.keys if k > after][:amount]
         more = bool(page) and page[-1] != self.keys[-1]
@@ -195,19 +196,21 @@ def test_pages_after_the_first_arrive_while_the_first_pages_objects_copy() -> No
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
+    client = _PagesHeld(f"http://127.0.0.1:{server.server_address[1]}", keys=3000)
     try:
-        client = _PagesSlowly(f"http://127.0.0.1:{server.server_address[1]}", keys=3000, delay_s=0.5)
         reader = ApiObjectReader(client)  # type: ignore[arg-type]
         uris = [ApiObjectReader.uri("repo", "c1", k) for k in client.keys]
-        started = time.monotonic()
-        reader.prepare_reads(uris)
-        assert time.monotonic() - started < 0.4 and client.pages == 1  # the later pages are on their way
-        with reader.open_read(uris[0]) as stream:
+        reader.prepare_reads(uris)  # returns with the first page while the second is held
+        assert client.pages == 1
+        with reader.open_read(uris[0]) as stream:  # the first page's objects are read while the second is held
             assert stream.read() == b"/k00000"
+        assert client.asked.wait(30) and client.pages == 1  # the later pages are on their way, not yet here
+        client.release.set()
         with reader.open_read(uris[-1]) as stream:  # on the third page: waits for it
             assert stream.read() == b"/k02999"
         assert client.pages == 3 and client.served == []  # every read was presigned
     finally:
+        client.release.set()
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)

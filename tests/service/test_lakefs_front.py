@@ -13,7 +13,6 @@ import http.server
 import json
 import os
 import threading
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -207,13 +206,15 @@ def test_a_large_object_streams_through_without_being_held_in_memory(
 
 class _Wire(http.server.BaseHTTPRequestHandler):
     """Stands in for lakeFS where a test must see the wire: answers what it received, as JSON; ``/slow``
-    never answers in time."""
+    answers only once the test sets the server's ``release`` (and sets ``slow_answered`` then)."""
 
     protocol_version = "HTTP/1.1"
+    server: _WireServer
 
     def _answer(self) -> None:
-        if self.path.startswith("/slow"):
-            time.sleep(3)
+        slow = self.path.startswith("/slow")
+        if slow:
+            self.server.release.wait(60)
         length = int(self.headers.get("Content-Length", "0"))
         body = json.dumps(
             {
@@ -235,6 +236,8 @@ class _Wire(http.server.BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
+        if slow:
+            self.server.slow_answered.set()
 
     do_GET = do_POST = do_PUT = do_DELETE = _answer
 
@@ -245,25 +248,34 @@ class _Wire(http.server.BaseHTTPRequestHandler):
 class _WireServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
+    def __init__(self, address: tuple[str, int], handler: type[_Wire]) -> None:
+        super().__init__(address, handler)
+        self.release, self.slow_answered = threading.Event(), threading.Event()
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Quiet: ``/slow`` answers a caller that has left."""
 
 
 @contextmanager
-def _wire_server() -> Iterator[str]:
+def _wire_server() -> Iterator[_WireServer]:
     server = _WireServer(("127.0.0.1", free_port()), _Wire)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_port}"
+        yield server
     finally:
+        server.release.set()
         server.shutdown()
         server.server_close()
         thread.join(5)
 
 
+def _url(server: _WireServer) -> str:
+    return f"http://127.0.0.1:{server.server_port}"
+
+
 def test_requests_and_answers_pass_unchanged_but_for_hop_by_hop_headers(fronting: Fronting) -> None:
-    with _wire_server() as lakefs, fronting(REPLICATION_REGIONAL_ENDPOINT=lakefs) as api:
+    with _wire_server() as wire, fronting(REPLICATION_REGIONAL_ENDPOINT=_url(wire)) as api:
         host = api.url.removeprefix("http://")
         answer = curl(
             "--path-as-is", f"{api.url}/repo/main/a%20b/../c%2Fd+e?list-type=2&prefix=x%2Fy&empty=",
@@ -301,11 +313,11 @@ def test_a_down_or_silent_lakefs_is_a_gateway_error_with_a_message(fronting: Fro
         assert down.body["message"].startswith(f"lakeFS at {dead} is unreachable")
         assert curl(f"{api.url}/_health").body == {"status": "ok"}  # the service itself still answers
     slow = {"REPLICATION_LAKEFS_FRONT_TIMEOUT": "500ms"}
-    with _wire_server() as lakefs, fronting(REPLICATION_REGIONAL_ENDPOINT=lakefs, **slow) as api:
-        started = time.monotonic()
-        silent = curl(f"{api.url}/slow/api/v1/repositories")
-        assert silent.status == 504 and silent.body == {"message": f"lakeFS at {lakefs} did not answer within 0.5s"}
-        assert time.monotonic() - started < 2.5
+    with _wire_server() as wire, fronting(REPLICATION_REGIONAL_ENDPOINT=_url(wire), **slow) as api:
+        silent = curl(f"{api.url}/slow/api/v1/repositories")  # lakeFS holds its answer until released
+        assert silent.status == 504
+        assert silent.body == {"message": f"lakeFS at {_url(wire)} did not answer within 0.5s"}
+        assert not wire.slow_answered.is_set()  # the front answered while lakeFS was still silent
 
 
 def test_without_the_setting_serve_passes_nothing_through(api: Api) -> None:

@@ -33,7 +33,6 @@ def s3_settings(store_id: str, endpoint: str, **extra: Any) -> dict[str, Any]:
         "s3": {
             "endpoint": endpoint,
             "force_path_style": True,
-            "discover_bucket_region": False,
             "credentials": {"access_key_id": "AKIA", "secret_access_key": "top-secret-value"},
             **extra,
         },
