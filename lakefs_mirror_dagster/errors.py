@@ -3,6 +3,9 @@
 Each room (``config``, ``storage``, ``lakefs``, ``graveler``, ``mirrors``, ``replication``, ``refs``, ``spark``,
 ``devenv``) keeps its own ``errors.py`` whose classes derive from ``LakeFSMirrorError``, so the CLI and the REST
 API can catch one class, print one line and never show a traceback for a failure they expected.
+
+A feature whose optional dependencies were not installed fails the same way, naming the pip extra to install
+(``needs_extra`` around the import, ``require_extra`` where the import comes later).
 """
 
 from __future__ import annotations
