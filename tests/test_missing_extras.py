@@ -89,6 +89,17 @@ def test_spark_without_pyspark_names_the_spark_extra_before_it_starts(monkeypatc
     _names_extra(exc, "spark")
 
 
+def test_the_dagster_spark_resource_without_dagster_pyspark_names_the_spark_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lakefs_mirror_dagster.orchestration.mirroring.spark import SparkValidatorResource
+
+    _uninstall(monkeypatch, "dagster_pyspark")
+    with pytest.raises(MissingExtraError) as exc:
+        SparkValidatorResource(spark_config={"spark.master": "local[1]"}).session()
+    _names_extra(exc, "spark")
+
+
 def test_only_a_module_of_the_extra_is_reported_as_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     _uninstall(monkeypatch, "not_an_extra_module")
     with pytest.raises(ModuleNotFoundError) as exc, needs_extra("gcs", "a gs store"):

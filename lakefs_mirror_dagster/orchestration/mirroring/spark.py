@@ -9,6 +9,7 @@ import dagster as dg
 from pydantic import Field, PrivateAttr
 
 from ...config import SparkConfig
+from ...errors import needs_extra
 from ...mirrors import Mirror
 from ...replication import MirrorEngine, ReplicationService
 from ...spark.session import prepare_python_workers, spark_session_config
@@ -66,7 +67,8 @@ class SparkValidatorResource(dg.ConfigurableResource):
         """The run's SparkSession, started on the first call."""
         prepare_python_workers()
         if self._pyspark is None:
-            from dagster_pyspark import LazyPySparkResource
+            with needs_extra("spark", "Spark validation in Dagster runs"):
+                from dagster_pyspark import LazyPySparkResource
 
             self._pyspark = LazyPySparkResource(spark_config=self.spark_config)
         return self._pyspark.spark_session
