@@ -17,6 +17,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = ["RELOAD_URL_ENV", "Reload", "reload_through", "request_reload"]
@@ -54,13 +55,16 @@ def _reload(url: str, location_name: str, delay_seconds: float) -> None:
 
     time.sleep(delay_seconds)
     parts = urlsplit(url if "://" in url else f"http://{url}")
+    prefix = parts.path.rstrip("/").removesuffix("/graphql")
+    # A webserver under a path prefix needs dagster-graphql 1.13 (its client's path_prefix); 1.12's has none.
+    behind: dict[str, Any] = {"path_prefix": prefix} if prefix else {}
     try:
         client = DagsterGraphQLClient(
             parts.hostname or "localhost",
             port_number=parts.port,
             use_https=parts.scheme == "https",
-            path_prefix=parts.path.rstrip("/").removesuffix("/graphql"),
             timeout=120,
+            **behind,
         )
         info = client.reload_repository_location(location_name)
         if info.status != ReloadRepositoryLocationStatus.SUCCESS:
