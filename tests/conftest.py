@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -127,6 +128,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers import the package: this venv's interpreter, not the first python3 on PATH (tests/spark's
+    # and tests/orchestration's conftests set it too, but a run of other paths loads neither).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
     session = (
         SparkSession.builder.master("local[2]")
