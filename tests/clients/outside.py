@@ -6,7 +6,7 @@ each region's S3 gateway), never at the project's database, blockstores or engin
 
 1. the branches and the tags, with the commit each points at;
 2. the full commit log of every branch and tag, every field of every commit (``same_log``: ties within one
-   second may be listed in the other order, see README "Known limits");
+   second may be listed in the other order, see docs/known-limits.md);
 3. the mirror repository is read-only: a boto3 ``put_object`` and a ``delete_object`` through the mirror's
    gateway are refused (403) and change nothing;
 4. for every distinct commit a branch or tag points at:

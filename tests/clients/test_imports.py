@@ -1,7 +1,7 @@
-"""A prefix imported through lakeFS's import API mirrors as the README promises.
+"""A prefix imported through lakeFS's import API mirrors as docs/design.md promises.
 
 Imported objects stay where they were written (here: put straight into region-a's MinIO bucket with boto3,
-outside the repository's namespace) and are committed with their FULL addresses. README: "Imported
+outside the repository's namespace) and are committed with their FULL addresses. docs/design.md: "Imported
 (full-address) objects live outside the repository's namespace, so they are not copied. They are listed in the
 result, and ``transfer.strict_full_addresses: true`` refuses to promote them."
 

@@ -1,6 +1,6 @@
 """A mirror of a repository with many branches converges under the real Dagster daemon, runs in parallel.
 
-``dagster-daemon run -w workspace.yaml`` with the settings README's "With Dagster" recommends (a queued run
+``dagster-daemon run -w workspace.yaml`` with the settings README's "Dagster in production" recommends (a queued run
 coordinator capped at ``MAX_CONCURRENT_RUNS``, the sensor daemon on threads submitting a tick's runs in parallel,
 and ``ForkRunLauncher``: each run a fork of a warm process) is all that runs: the commit sensor requests a run
 per branch, the queue launches them. Every branch must be materialized exactly once, for its source head; no
