@@ -22,13 +22,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from ..graveler.errors import GravelerError
 from ..graveler.ident import commit_id as compute_commit_id
 from ..graveler.range_id import verify_range_file
 from ..graveler.ranges import iter_range_refs
 from ..graveler.records import CommitData, RangeRef
-from ..lakefs import Commit, LakeFSClient, LakeFSNotFound
+from ..lakefs import Commit, LakeFSClient, LakeFSError, LakeFSNotFound
 from ..logs import log_fields
-from ..storage import DEFAULT_MAX_BYTES_IN_FLIGHT, Blockstore, CopyResult, ObjectStat, TransferPool
+from ..storage import DEFAULT_MAX_BYTES_IN_FLIGHT, Blockstore, CopyResult, ObjectStat, StorageError, TransferPool
 from .branch_workers import serialized, sync_branches
 from .errors import ReplicationError
 from .failpoints import failpoint
@@ -369,9 +370,9 @@ class MirrorEngine:
         records = None
         if self.refstore is not None and commits:
             try:
+                self.refstore.partition(self.mirror_repo)  # the database answers, before the source's dump
                 records = self._exact_records(commits)
-                self.refstore.partition(self.mirror_repo)
-            except ReplicationError as exc:
+            except (ReplicationError, LakeFSError, GravelerError, StorageError) as exc:
                 log.warning(
                     "commit records of %s go through lakeFS's API (whole seconds; log order of same-second "
                     "commits may differ): %s",

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from ..errors import require_extra
 from ..graveler import CommitData, iter_commits, iter_range_refs, verify_range_file
 from ..graveler.commit_record import (
     REPOSITORIES_PARTITION,
@@ -80,6 +81,7 @@ class PostgresRefstore:
     """Writes commit records into lakeFS's PostgreSQL key-value table (one connection, used under a lock)."""
 
     def __init__(self, connection_string: str, *, connect_timeout_s: int = 10) -> None:
+        require_extra("postgres", "refstore_database (writing commit records into lakeFS's PostgreSQL)", "psycopg")
         self._conninfo, self.table = _split_table(connection_string)
         self._timeout = connect_timeout_s
         self._lock = threading.Lock()

@@ -21,7 +21,7 @@ import lakefs_sdk
 import psycopg
 import pytest
 from lakefs_mirror_devenv import Environment, LakeFSRegion
-from lakefs_mirror_devenv.processes import stop_pid
+from lakefs_mirror_devenv.processes import free_port, stop_pid
 from lakefs_mirror_devenv.servers import start_lakefs_on
 
 from lakefs_mirror_dagster.config import parse_config
@@ -29,6 +29,7 @@ from lakefs_mirror_dagster.graveler import decode_commit_data
 from lakefs_mirror_dagster.graveler.commit_record import encode_commit_data
 from lakefs_mirror_dagster.replication import ReplicationService
 from lakefs_mirror_dagster.replication.status import format_status, status_report
+from lakefs_mirror_dagster.service.app import mirror_json
 
 pytestmark = pytest.mark.integration
 
@@ -242,5 +243,29 @@ def test_without_refstore_database_the_order_differs_and_status_says_so(
         assert "log order of same-second commits may differ" in service.log_order
         text = format_status(status_report(service, recent=0))
         assert "note: log order of same-second commits may differ from the source: set refstore_database" in text
+        body = mirror_json(service, service.mirror_named(name))
+        assert body["log_order"].startswith("log order of same-second commits may differ")
+    finally:
+        service.close()
+
+
+def test_an_unreachable_refstore_database_falls_back_to_the_api(
+    pg_region: tuple[LakeFSRegion, str],
+    region_a: LakeFSRegion,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Nobody listens at the configured database: the mirror is still made, commit-exactly, through the API."""
+    pg, _ = pg_region
+    repo, made = _same_second_history(region_a, unique_name, tmp_path)
+    name = unique_name("mirror")
+    nowhere = f"postgres://u:p@127.0.0.1:{free_port()}/lakefs?sslmode=disable"
+    service = ReplicationService(parse_config(_config(pg, region_a, tmp_path, nowhere)))
+    try:
+        _mirror(service, pg, region_a, repo, name)
+        dst = lakefs_sdk.CommitsApi(_sdk(pg))
+        assert [dst.get_commit(name, c).id for c in made] == made
+        assert "go through lakeFS's API" in caplog.text
     finally:
         service.close()
