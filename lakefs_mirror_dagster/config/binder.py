@@ -33,7 +33,7 @@ _KEY_HINTS: dict[tuple[str, str], str] = {
     ): "the lakeFS database is not used directly; did you mean 'mirrors_database'?",
     **{
         ("RefstoreDatabaseConfig", key): (
-            "commit records are written only into a PostgreSQL lakeFS database (type: postgres); a "
+            "commit records are written only into a PostgreSQL or DynamoDB lakeFS database; a "
             f"{key} lakeFS database cannot be written from outside lakeFS: remove refstore_database"
         )
         for key in ("local", "mem", "cosmosdb")

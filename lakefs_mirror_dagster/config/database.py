@@ -123,7 +123,7 @@ class MirrorsDatabaseConfig:
 class RefstoreDatabaseConfig:
     """This region's lakeFS database (lakeFS's own ``database`` section), into which mirrored commit records are
     written with the source's full-precision creation time, so a mirror's log lists same-second commits in the
-    source's order (lakeFS's API takes whole seconds). PostgreSQL only."""
+    source's order (lakeFS's API takes whole seconds). PostgreSQL or DynamoDB (table ``kvstore`` unless named)."""
 
     type: Literal["postgres", "dynamodb"]
     postgres: PostgresSettings = field(default_factory=PostgresSettings)
@@ -131,11 +131,7 @@ class RefstoreDatabaseConfig:
 
     def _validate(self, parts: _Parts) -> None:
         if self.type == "dynamodb":
-            raise _FieldError(
-                (*parts, "type"),
-                "dynamodb is not supported yet: commit records are written into a PostgreSQL lakeFS database "
-                "only; remove refstore_database (commit records then go through lakeFS's API, whole seconds)",
-            )
+            return
         where = (*parts, "postgres", "connection_string")
         if not self.postgres.connection_string:
             raise _FieldError(where, "required when refstore_database.type is postgres")

@@ -50,7 +50,7 @@ from .progress import ProgressReporter
 from .range_changes import PROCESS_VERIFIED_RANGES, RangeReads
 from .range_transfer import put_metadata_file, transfer_range
 from .read_ahead import RangeReadAhead
-from .refstore import PostgresRefstore, SourceCommitTimes, commit_data
+from .refstore import Refstore, SourceCommitTimes, commit_data
 from .results import BlockReason, MirrorSyncResult, RefAction, RefKind, RefResult, TransferStats
 from .source import RepositorySource
 from .validation import MAX_REPORTED, describe_failure, metadata_uri, read_metarange
@@ -125,7 +125,7 @@ class MirrorEngine:
         recorder: RefRecorder | None = None,
         in_flight: InFlightStore | None = None,
         mirror_id: str = "",
-        refstore: PostgresRefstore | None = None,
+        refstore: Refstore | None = None,
     ) -> None:
         self.source = source
         #: Where commit records are written with the source's sub-second times (None: lakeFS's API, whole seconds).

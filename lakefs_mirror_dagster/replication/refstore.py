@@ -1,4 +1,5 @@
-"""Commit records written straight into the mirror lakeFS's PostgreSQL key-value store (``refstore_database``).
+"""Commit records written straight into the mirror lakeFS's key-value store (``refstore_database``: PostgreSQL
+or DynamoDB).
 
 Why: lakeFS orders a log by each commit's full-precision creation time, then by ID, while its
 ``CreateCommitRecord`` API takes whole seconds; commits made within one second would be listed in another
@@ -19,8 +20,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from ..config.database import DynamoDBSettings, RefstoreDatabaseConfig
 from ..errors import require_extra
-from ..graveler import CommitData, iter_commits, iter_range_refs, verify_range_file
+from ..graveler import CommitData, GravelerError, iter_commits, iter_range_refs, verify_range_file
 from ..graveler.commit_record import (
     REPOSITORIES_PARTITION,
     commit_key,
@@ -30,14 +32,27 @@ from ..graveler.commit_record import (
     repository_record,
 )
 from ..lakefs import Commit, LakeFSClient
+from ..mirrors.dynamodb.table import make_client
+from ..mirrors.errors import MirrorsDatabaseError
 from .errors import ReplicationError
 
-__all__ = ["DEFAULT_TABLE", "PostgresRefstore", "SourceCommitTimes", "commit_data"]
+__all__ = [
+    "DEFAULT_DYNAMODB_TABLE",
+    "DEFAULT_TABLE",
+    "DynamoRefstore",
+    "PostgresRefstore",
+    "Refstore",
+    "SourceCommitTimes",
+    "commit_data",
+    "open_refstore",
+]
 
 log = logging.getLogger(__name__)
 
 #: lakeFS's key-value table unless the connection string names another (``lakefskv_table``).
 DEFAULT_TABLE = "kv"
+#: lakeFS's DynamoDB table unless ``dynamodb.table_name`` names another.
+DEFAULT_DYNAMODB_TABLE = "kvstore"
 _TABLE_PARAM = "lakefskv_table"
 
 
@@ -77,16 +92,65 @@ def _split_table(connection_string: str) -> tuple[str, str]:
     return " ".join(words), table
 
 
-class PostgresRefstore:
-    """Writes commit records into lakeFS's PostgreSQL key-value table (one connection, used under a lock)."""
+class Refstore:
+    """Reads repository records and writes commit records in lakeFS's key-value store; subclasses say how."""
+
+    def __init__(self) -> None:
+        self._partitions: dict[str, str] = {}
+
+    def _get(self, what: str, partition: bytes, key: bytes) -> bytes | None:
+        raise NotImplementedError
+
+    def _put(self, what: str, rows: Sequence[tuple[bytes, bytes, bytes]]) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the connection (a later call opens another)."""
+
+    def partition(self, repository: str) -> str:
+        """The repository's partition key, from its record (its instance UID changes only if re-created)."""
+        if repository not in self._partitions:
+            value = self._get(
+                f"reading repository {repository}", REPOSITORIES_PARTITION.encode(), repository_key(repository).encode()
+            )
+            if value is None:
+                raise ReplicationError(
+                    f"repository {repository} has no record in the refstore database ({self.describe()}): "
+                    "is refstore_database this region's lakeFS database?"
+                )
+            try:
+                uid, active = repository_record(value)
+            except GravelerError as exc:
+                raise ReplicationError(f"repository {repository}'s record in the refstore database: {exc}") from None
+            if not active:
+                raise ReplicationError(f"repository {repository} is being deleted")
+            self._partitions[repository] = repository_partition(repository, uid)
+        return self._partitions[repository]
+
+    def write_commits(self, repository: str, commits: Sequence[CommitData]) -> None:
+        """Write (or overwrite, as ``CreateCommitRecord`` with force does) each commit's record."""
+        if commits:
+            partition = self.partition(repository).encode()
+            rows = [(partition, commit_key(c.id).encode(), encode_commit_data(c)) for c in commits]
+            self._put(f"writing {len(rows)} commit record(s) of {repository}", rows)
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+
+class PostgresRefstore(Refstore):
+    """lakeFS's PostgreSQL key-value table (one connection, used under a lock)."""
 
     def __init__(self, connection_string: str, *, connect_timeout_s: int = 10) -> None:
         require_extra("postgres", "refstore_database (writing commit records into lakeFS's PostgreSQL)", "psycopg")
+        super().__init__()
         self._conninfo, self.table = _split_table(connection_string)
         self._timeout = connect_timeout_s
         self._lock = threading.Lock()
         self._conn: Any = None
-        self._partitions: dict[str, str] = {}
+
+    def describe(self) -> str:
+        return f"PostgreSQL table {self.table!r}"
 
     def _connection(self) -> Any:
         import psycopg
@@ -104,57 +168,29 @@ class PostgresRefstore:
                 try:
                     return fn(self._connection())
                 except psycopg.OperationalError as exc:
-                    self.close_unlocked()
+                    self._close_unlocked()
                     if attempt == 2:
                         raise ReplicationError(f"{what} in the refstore database: {exc}".strip()) from None
                 except psycopg.Error as exc:
                     raise ReplicationError(f"{what} in the refstore database: {exc}".strip()) from None
 
-    def check(self) -> None:
-        """Reach the database and lakeFS's table; raises ReplicationError naming what failed."""
+    def _get(self, what: str, partition: bytes, key: bytes) -> bytes | None:
         from psycopg import sql
 
-        query = sql.SQL("SELECT 1 FROM {} LIMIT 1").format(sql.Identifier(self.table))
-        self._run(f"reading lakeFS's table {self.table!r}", lambda c: c.execute(query).fetchall())
+        query = sql.SQL("SELECT value FROM {} WHERE partition_key = %s AND key = %s").format(sql.Identifier(self.table))
+        row = self._run(what, lambda c: c.execute(query, (partition, key)).fetchone())
+        return None if row is None else bytes(row[0])
 
-    def partition(self, repository: str) -> str:
-        """The repository's partition key, from its record (its instance UID changes only if re-created)."""
-        if repository not in self._partitions:
-            from psycopg import sql
-
-            query = sql.SQL("SELECT value FROM {} WHERE partition_key = %s AND key = %s").format(
-                sql.Identifier(self.table)
-            )
-            args = (REPOSITORIES_PARTITION.encode(), repository_key(repository).encode())
-            row = self._run(f"reading repository {repository}", lambda c: c.execute(query, args).fetchone())
-            if row is None:
-                raise ReplicationError(
-                    f"repository {repository} has no record in the refstore database's table {self.table!r}: "
-                    "is refstore_database this region's lakeFS database?"
-                )
-            uid, active = repository_record(bytes(row[0]))
-            if not active:
-                raise ReplicationError(f"repository {repository} is being deleted")
-            self._partitions[repository] = repository_partition(repository, uid)
-        return self._partitions[repository]
-
-    def write_commits(self, repository: str, commits: Sequence[CommitData]) -> None:
-        """Write (or overwrite, as ``CreateCommitRecord`` with force does) each commit's record."""
-        if not commits:
-            return
+    def _put(self, what: str, rows: Sequence[tuple[bytes, bytes, bytes]]) -> None:
         from psycopg import sql
 
-        partition = self.partition(repository).encode()
         query = sql.SQL(
             "INSERT INTO {} (partition_key, key, value) VALUES (%s, %s, %s) "
             "ON CONFLICT (partition_key, key) DO UPDATE SET value = EXCLUDED.value"
         ).format(sql.Identifier(self.table))
-        rows = [(partition, commit_key(c.id).encode(), encode_commit_data(c)) for c in commits]
-        self._run(
-            f"writing {len(rows)} commit record(s) of {repository}", lambda c: c.cursor().executemany(query, rows)
-        )
+        self._run(what, lambda c: c.cursor().executemany(query, rows))
 
-    def close_unlocked(self) -> None:
+    def _close_unlocked(self) -> None:
         if self._conn is not None:
             try:
                 self._conn.close()
@@ -163,7 +199,47 @@ class PostgresRefstore:
 
     def close(self) -> None:
         with self._lock:
-            self.close_unlocked()
+            self._close_unlocked()
+
+
+class DynamoRefstore(Refstore):
+    """lakeFS's DynamoDB key-value table: items of binary ``PartitionKey``, ``ItemKey`` and ``ItemValue``."""
+
+    def __init__(self, settings: DynamoDBSettings) -> None:
+        super().__init__()
+        self.table = settings.table_name or DEFAULT_DYNAMODB_TABLE
+        self._settings = settings
+        self._client: Any = None
+
+    def describe(self) -> str:
+        return f"DynamoDB table {self.table!r}"
+
+    def _call(self, what: str, method: str, **kwargs: Any) -> Any:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            if self._client is None:
+                self._client = make_client(self._settings, section="refstore_database")[0]
+            return getattr(self._client, method)(TableName=self.table, **kwargs)
+        except (BotoCoreError, ClientError, MirrorsDatabaseError) as exc:
+            raise ReplicationError(f"{what} in the refstore database: {exc}") from None
+
+    def _get(self, what: str, partition: bytes, key: bytes) -> bytes | None:
+        keys = {"PartitionKey": {"B": partition}, "ItemKey": {"B": key}}
+        item = self._call(what, "get_item", Key=keys, ConsistentRead=True).get("Item")
+        return None if item is None else bytes(item["ItemValue"]["B"])
+
+    def _put(self, what: str, rows: Sequence[tuple[bytes, bytes, bytes]]) -> None:
+        for partition, key, value in rows:
+            item = {"PartitionKey": {"B": partition}, "ItemKey": {"B": key}, "ItemValue": {"B": value}}
+            self._call(what, "put_item", Item=item)
+
+
+def open_refstore(config: RefstoreDatabaseConfig) -> Refstore:
+    """The writer ``refstore_database`` names."""
+    if config.type == "dynamodb":
+        return DynamoRefstore(config.dynamodb)
+    return PostgresRefstore(config.postgres.connection_string.reveal())
 
 
 class SourceCommitTimes:

@@ -30,7 +30,7 @@ from .engine import EngineSettings, MirrorEngine, RangeTransferer, RangeValidato
 from .namespaces import check_namespace_free, is_mirror_repository
 from .organization import join_organization
 from .progress import ProgressListener
-from .refstore import PostgresRefstore
+from .refstore import open_refstore
 from .results import MirrorSyncResult, RefAction, RefKind, RefResult
 from .retry import RetrySchedule
 from .scrub import Scrubber
@@ -85,7 +85,7 @@ class ReplicationService:
         self._progress: list[tuple[ProgressListener, float]] = []
         refstore = config.refstore_database
         #: Commit records go into this region's lakeFS database when configured (exact log order), else its API.
-        self.refstore = PostgresRefstore(refstore.postgres.connection_string.reveal()) if refstore else None
+        self.refstore = open_refstore(refstore) if refstore is not None else None
 
     @property
     def log_order(self) -> str:

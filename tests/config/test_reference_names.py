@@ -44,23 +44,21 @@ def test_without_them_the_missing_secret_is_still_named() -> None:
         parse_config(_without_secrets(), env=env)
 
 
-def test_refstore_database_is_lakefs_postgres_database_section() -> None:
+def test_refstore_database_is_lakefs_database_section() -> None:
     lakefs_style = {"type": "postgres", "postgres": {"connection_string": "postgres://u:p@db:5432/lakefs"}}
     config = parse_config(minimal(refstore_database=lakefs_style))
     assert config.refstore_database is not None
     assert config.refstore_database.postgres.connection_string.reveal() == "postgres://u:p@db:5432/lakefs"
     assert "u:p@" not in repr(config)
     assert parse_config(minimal()).refstore_database is None
+    dynamodb = parse_config(minimal(refstore_database={"type": "dynamodb", "dynamodb": {"aws_region": "us-east-1"}}))
+    assert dynamodb.refstore_database is not None and dynamodb.refstore_database.type == "dynamodb"
 
 
 @pytest.mark.parametrize(
     ("section", "message"),
     [
-        (
-            {"type": "dynamodb", "dynamodb": {"table_name": "kvstore"}},
-            r"refstore_database\.type.*dynamodb is not supported",
-        ),
-        ({"type": "local", "local": {"path": "/tmp/x"}}, r"refstore_database"),
+        ({"type": "local", "local": {"path": "/tmp/x"}}, r"refstore_database\.local.*cannot be written from outside"),
         ({"type": "postgres"}, r"refstore_database\.postgres\.connection_string.*required"),
     ],
 )

@@ -1,10 +1,11 @@
 """The same log in the same order (issue 31): commits made within one second, merges among them, are listed by
-the mirror exactly as by the source, page by page, when commit records go into the mirror lakeFS's PostgreSQL
-database (``refstore_database``); through lakeFS's API (whole seconds) they are not, and ``status`` says so.
+the mirror exactly as by the source, page by page, when commit records go into the mirror lakeFS's database
+(``refstore_database``: PostgreSQL or DynamoDB); through lakeFS's API (whole seconds) they are not, and
+``status`` says so.
 
 The history is made with ``lakefs_sdk`` (lakeFS's generated client) straight against the source's lakeFS; the
-logs are read back with it too. The mirror region is a lakeFS of its own on PostgreSQL (the shared test regions
-run on local KV, whose database no other process can write).
+logs are read back with it too. The mirror region is a lakeFS of its own on PostgreSQL or on DynamoDB Local (the
+shared test regions run on local KV, whose database no other process can write).
 """
 
 from __future__ import annotations
@@ -13,14 +14,16 @@ import heapq
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import boto3
 import lakefs_sdk
 import psycopg
 import pytest
-from lakefs_mirror_devenv import Environment, LakeFSRegion
+from lakefs_mirror_devenv import LakeFSRegion
 from lakefs_mirror_devenv.processes import free_port, stop_pid
 from lakefs_mirror_devenv.servers import start_lakefs_on
 
@@ -33,42 +36,108 @@ from lakefs_mirror_dagster.service.app import mirror_json
 
 pytestmark = pytest.mark.integration
 
-PG_REGION = "region-pg"
+MIRROR_REGION = "region-kv"
 PAGE = 2  # small pages: the order across page boundaries is compared too
 ATTEMPTS = 8  # histories made until one falls within one second and whole seconds would reorder it
+
+
+@dataclass
+class KVRegion:
+    """A lakeFS on a database another process can write, its ``refstore_database`` section, and a reader of
+    one record of its key-value store."""
+
+    lakefs: LakeFSRegion
+    refstore: dict[str, Any]
+    read: Callable[[bytes], bytes]
+
+
+def _start(name: str, base: Path, region_a: LakeFSRegion, database: dict[str, Any]) -> LakeFSRegion:
+    (base / "block").mkdir()
+    return start_lakefs_on(
+        name,
+        base,
+        {"type": "local", "local": {"path": str(base / "block")}},
+        "local://",
+        auth_secret=region_a.auth_secret_key,
+        database=database,
+    )
 
 
 @pytest.fixture(scope="module")
 def pg_region(
     postgres_server: Any, region_a: LakeFSRegion, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[LakeFSRegion, str]]:
-    """A lakeFS on PostgreSQL (its own database on the suite's server) and its lakeFS-style connection string."""
+) -> Iterator[KVRegion]:
+    """A lakeFS on PostgreSQL (its own database on the suite's server)."""
     db = f"lakefs_{uuid.uuid4().hex[:12]}"
     postgres_server.make_database(db)
     conn = (
         f"postgres://{quote(postgres_server.user)}:{quote(postgres_server.password, safe='')}@"
         f"{postgres_server.host}:{postgres_server.port}/{db}?sslmode=disable"
     )
-    base = tmp_path_factory.mktemp("region-pg")
-    (base / "block").mkdir()
-    region = start_lakefs_on(
-        PG_REGION,
-        base,
-        {"type": "local", "local": {"path": str(base / "block")}},
-        "local://",
-        auth_secret=region_a.auth_secret_key,
-        database={"type": "postgres", "postgres": {"connection_string": conn}},
-    )
+    section = {"type": "postgres", "postgres": {"connection_string": conn}}
+    region = _start(MIRROR_REGION, tmp_path_factory.mktemp("region-pg"), region_a, section)
+
+    def read(key: bytes) -> bytes:
+        with psycopg.connect(conn) as session:
+            [(value,)] = session.execute("SELECT value FROM kv WHERE key = %s", (key,)).fetchall()
+        return bytes(value)
+
     try:
-        yield region, conn
+        yield KVRegion(region, section, read)
     finally:
         stop_pid(region.pid)
         postgres_server.drop_database(db)
 
 
-def _config(pg: LakeFSRegion, source: LakeFSRegion, tmp: Path, refstore: str | None) -> dict[str, Any]:
+@pytest.fixture(scope="module")
+def dynamodb_region(
+    dynamodb_server: Any, region_a: LakeFSRegion, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KVRegion]:
+    """A lakeFS on DynamoDB Local (a table of its own, which lakeFS creates)."""
+    from lakefs_mirror_devenv.dynamodb_local import ACCESS_KEY_ID, AWS_REGION, SECRET_ACCESS_KEY
+
+    table = f"lakefs-kv-{uuid.uuid4().hex[:12]}"
+    settings = {
+        "table_name": table,
+        "endpoint": dynamodb_server.endpoint,
+        "aws_region": AWS_REGION,
+        "aws_access_key_id": ACCESS_KEY_ID,
+        "aws_secret_access_key": SECRET_ACCESS_KEY,
+    }
+    section = {"type": "dynamodb", "dynamodb": settings}
+    region = _start(MIRROR_REGION, tmp_path_factory.mktemp("region-ddb"), region_a, section)
+    client = boto3.client(
+        "dynamodb",
+        endpoint_url=dynamodb_server.endpoint,
+        region_name=AWS_REGION,
+        aws_access_key_id=ACCESS_KEY_ID,
+        aws_secret_access_key=SECRET_ACCESS_KEY,
+    )
+
+    def read(key: bytes) -> bytes:
+        found = client.scan(
+            TableName=table,
+            FilterExpression="ItemKey = :k",
+            ExpressionAttributeValues={":k": {"B": key}},
+        )["Items"]
+        [item] = found
+        return bytes(item["ItemValue"]["B"])
+
+    try:
+        yield KVRegion(region, section, read)
+    finally:
+        stop_pid(region.pid)
+        client.delete_table(TableName=table)
+
+
+@pytest.fixture(params=["postgres", "dynamodb"])
+def kv_region(request: pytest.FixtureRequest) -> KVRegion:
+    return request.getfixturevalue("pg_region" if request.param == "postgres" else "dynamodb_region")
+
+
+def _config(pg: LakeFSRegion, source: LakeFSRegion, tmp: Path, refstore: dict[str, Any] | None) -> dict[str, Any]:
     raw: dict[str, Any] = {
-        "region": PG_REGION,
+        "region": MIRROR_REGION,
         "organization_id": "devenv",
         "regional_endpoint": pg.endpoint,
         "dst_endpoints": {source.name: source.endpoint},
@@ -81,7 +150,7 @@ def _config(pg: LakeFSRegion, source: LakeFSRegion, tmp: Path, refstore: str | N
         },
     }
     if refstore is not None:
-        raw["refstore_database"] = {"type": "postgres", "postgres": {"connection_string": refstore}}
+        raw["refstore_database"] = refstore
     return raw
 
 
@@ -177,7 +246,7 @@ def _mirror(service: ReplicationService, pg: LakeFSRegion, source: LakeFSRegion,
     service.create_mirror(
         source_repository=repo,
         name=name,
-        region=PG_REGION,
+        region=MIRROR_REGION,
         storage_namespace=pg.namespace_for(name),
         source_region=source.name,
     )
@@ -186,16 +255,15 @@ def _mirror(service: ReplicationService, pg: LakeFSRegion, source: LakeFSRegion,
 
 
 def test_a_mirror_lists_same_second_commits_in_the_source_order_page_by_page(
-    pg_region: tuple[LakeFSRegion, str],
+    kv_region: KVRegion,
     region_a: LakeFSRegion,
-    lakefs_env: Environment,
     unique_name: Callable[[str], str],
     tmp_path: Path,
 ) -> None:
-    pg, conn = pg_region
+    pg = kv_region.lakefs
     repo, made = _same_second_history(region_a, unique_name, tmp_path)
     name = unique_name("mirror")
-    service = ReplicationService(parse_config(_config(pg, region_a, tmp_path, conn)))
+    service = ReplicationService(parse_config(_config(pg, region_a, tmp_path, kv_region.refstore)))
     try:
         _mirror(service, pg, region_a, repo, name)
         src, dst = _sdk(region_a), _sdk(pg)
@@ -217,23 +285,21 @@ def test_a_mirror_lists_same_second_commits_in_the_source_order_page_by_page(
         native = lakefs_sdk.CommitsApi(dst).commit(
             own, "main", lakefs_sdk.CommitCreation(message="native", metadata={"k": "v"}, allow_empty=True)
         )
-        with psycopg.connect(conn) as db:
-            rows = db.execute("SELECT value FROM kv WHERE key = %s", (f"commits/{native.id}".encode(),)).fetchall()
-        [(value,)] = rows
-        assert encode_commit_data(decode_commit_data(bytes(value))) == bytes(value)
+        value = kv_region.read(f"commits/{native.id}".encode())
+        assert encode_commit_data(decode_commit_data(value)) == value
     finally:
         service.close()
 
 
 def test_without_refstore_database_the_order_differs_and_status_says_so(
-    pg_region: tuple[LakeFSRegion, str],
+    pg_region: KVRegion,
     region_a: LakeFSRegion,
     unique_name: Callable[[str], str],
     tmp_path: Path,
 ) -> None:
     """Through lakeFS's API (today's main without the setting) the same history is listed in another order:
     the comparison above catches it."""
-    pg, _ = pg_region
+    pg = pg_region.lakefs
     repo, _made = _same_second_history(region_a, unique_name, tmp_path)
     name = unique_name("mirror")
     service = ReplicationService(parse_config(_config(pg, region_a, tmp_path, None)))
@@ -250,18 +316,19 @@ def test_without_refstore_database_the_order_differs_and_status_says_so(
 
 
 def test_an_unreachable_refstore_database_falls_back_to_the_api(
-    pg_region: tuple[LakeFSRegion, str],
+    pg_region: KVRegion,
     region_a: LakeFSRegion,
     unique_name: Callable[[str], str],
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Nobody listens at the configured database: the mirror is still made, commit-exactly, through the API."""
-    pg, _ = pg_region
+    pg = pg_region.lakefs
     repo, made = _same_second_history(region_a, unique_name, tmp_path)
     name = unique_name("mirror")
     nowhere = f"postgres://u:p@127.0.0.1:{free_port()}/lakefs?sslmode=disable"
-    service = ReplicationService(parse_config(_config(pg, region_a, tmp_path, nowhere)))
+    refstore = {"type": "postgres", "postgres": {"connection_string": nowhere}}
+    service = ReplicationService(parse_config(_config(pg, region_a, tmp_path, refstore)))
     try:
         _mirror(service, pg, region_a, repo, name)
         dst = lakefs_sdk.CommitsApi(_sdk(pg))
