@@ -8,7 +8,6 @@ import typing
 from pathlib import Path
 
 from lakefs_mirror_dagster.config import ReplicationConfig
-from lakefs_mirror_dagster.config.loader import NOT_NEEDED
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 #: Sections documented as a whole: lakeFS's own store settings, and maps keyed by region.
@@ -40,5 +39,5 @@ def test_every_config_key_is_in_the_readme_table() -> None:
     documented = table_keys()
     missing = config_keys(ReplicationConfig) - documented
     assert not missing, f"README '### Every configuration key' lacks: {sorted(missing)}"
-    unknown = documented - config_keys(ReplicationConfig) - {NOT_NEEDED}
+    unknown = documented - config_keys(ReplicationConfig)
     assert not unknown, f"README's config table names keys the config does not have: {sorted(unknown)}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -208,11 +209,14 @@ def start_lakefs_on(
     *,
     minio: str | None = None,
     auth_secret: str | None = None,
+    database: dict[str, Any] | None = None,
 ) -> LakeFSRegion:
     """Start one lakeFS with local KV on ``blockstore`` (lakeFS's own section), stopped again if it never answers.
 
     ``auth_secret``: its ``auth.encrypt.secret_key``, shared by the regions of one organisation (a fresh one if
-    None); their replication services refuse to share a mirrors database otherwise."""
+    None); their replication services refuse to share a mirrors database otherwise. ``database``: lakeFS's
+    ``database`` section instead of local KV (e.g. PostgreSQL); the admin is then created with ``lakefs setup``,
+    since lakeFS applies its installation settings on local KV only."""
     binary = ensure_lakefs_binary()
     base_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -222,7 +226,7 @@ def start_lakefs_on(
     config = {
         "listen_address": f"127.0.0.1:{port}",
         "logging": {"level": "INFO", "format": "text", "output": str(base_dir / "lakefs.log")},
-        "database": {"type": "local", "local": {"path": str(base_dir / "metadata")}},
+        "database": database or {"type": "local", "local": {"path": str(base_dir / "metadata")}},
         "committed": {"local_cache": {"dir": str(base_dir / "cache")}},
         "blockstore": _lakefs_blockstore(blockstore),
         "auth": {"encrypt": {"secret_key": auth_secret}},
@@ -242,6 +246,12 @@ def start_lakefs_on(
     config_path.chmod(0o600)
     log_path = base_dir / "lakefs.log"
     started = time.monotonic()
+    if database is not None:
+        subprocess.run(
+            [str(binary), "setup", "-c", str(config_path), "--user-name", "admin", "--access-key-id", access_key_id,
+             "--secret-access-key", secret_access_key, "--no-check"],
+            check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
     proc = start_process([str(binary), "run", "-c", str(config_path)], log_path=base_dir / "lakefs.stdout.log")
     endpoint = f"http://127.0.0.1:{port}"
     try:

@@ -27,14 +27,17 @@ _KEY_HINTS: dict[tuple[str, str], str] = {
     ("ReplicationConfig", "replication"): (
         "this looks like Helm chart values: the config file holds only what is under replication.config"
     ),
-    ("ReplicationConfig", "refstore_database"): (
-        "not needed here: commit and range metadata are read from the source lakeFS and its storage, "
-        "and mirror state lives in mirrors_database"
-    ),
     (
         "ReplicationConfig",
         "database",
     ): "the lakeFS database is not used directly; did you mean 'mirrors_database'?",
+    **{
+        ("RefstoreDatabaseConfig", key): (
+            "commit records are written only into a PostgreSQL or DynamoDB lakeFS database; a "
+            f"{key} lakeFS database cannot be written from outside lakeFS: remove refstore_database"
+        )
+        for key in ("local", "mem", "cosmosdb")
+    },
     ("MirrorsDatabaseConfig", "cosmosdb"): "only sqlite, postgres and dynamodb mirrors databases are supported",
     **{
         ("DynamoDBSettings", key): _LAKEFS_ONLY

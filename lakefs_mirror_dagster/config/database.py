@@ -21,6 +21,7 @@ __all__ = [
     "DynamoDBSettings",
     "MirrorsDatabaseConfig",
     "PostgresSettings",
+    "RefstoreDatabaseConfig",
     "SqliteSettings",
     "postgres_url",
     "with_psycopg",
@@ -116,6 +117,28 @@ class MirrorsDatabaseConfig:
                 postgres_url(self.postgres.connection_string.reveal())
             except ValueError as exc:
                 raise _FieldError(where, str(exc)) from None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RefstoreDatabaseConfig:
+    """This region's lakeFS database (lakeFS's own ``database`` section), into which mirrored commit records are
+    written with the source's full-precision creation time, so a mirror's log lists same-second commits in the
+    source's order (lakeFS's API takes whole seconds). PostgreSQL or DynamoDB (table ``kvstore`` unless named)."""
+
+    type: Literal["postgres", "dynamodb"]
+    postgres: PostgresSettings = field(default_factory=PostgresSettings)
+    dynamodb: DynamoDBSettings = field(default_factory=DynamoDBSettings)
+
+    def _validate(self, parts: _Parts) -> None:
+        if self.type == "dynamodb":
+            return
+        where = (*parts, "postgres", "connection_string")
+        if not self.postgres.connection_string:
+            raise _FieldError(where, "required when refstore_database.type is postgres")
+        try:
+            postgres_url(self.postgres.connection_string.reveal())
+        except ValueError as exc:
+            raise _FieldError(where, str(exc)) from None
 
 
 _PG_HELP = "expected e.g. postgres://user:password@host:5432/dbname or 'host=... dbname=... user=...'"

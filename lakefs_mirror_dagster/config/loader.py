@@ -25,16 +25,6 @@ __all__ = ["dump_example_config", "load_config", "parse_config", "parse_store"]
 
 log = logging.getLogger(__name__)
 
-#: A reference key this service accepts and ignores: the lakeFS Helm chart fills it in for its own replication
-#: service, which keeps commit and range metadata in a database of its own. Here that metadata is read from the
-#: source (its lakeFS API or store) and written only into the mirror's store and lakeFS.
-NOT_NEEDED = "refstore_database"
-NOT_NEEDED_WHY = (
-    "commits, ranges and metaranges are read from the source repository and written into the mirror's own "
-    "store and lakeFS, so no separate metadata database is kept"
-)
-
-
 #: lakeFS Cloud's address of an organisation's installation in a region; ``organization_name`` exists only to
 #: build it (the reference: "only used to auto-construct regional_endpoint for lakeFS Cloud").
 CLOUD_ENDPOINT = "https://{organization_name}.{region}.lakefscloud.io"
@@ -116,8 +106,6 @@ def parse_config(
     """
     raw: dict[str, Any] = _deep_copy(data) if data else {}
     origins: dict[_Parts, str] = {}
-    if raw.pop(NOT_NEEDED, None) is not None:
-        log.info("%s is not needed and not used: %s", NOT_NEEDED, NOT_NEEDED_WHY)
     try:
         if env:
             origins = _apply_env(raw, env)

@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from .database import MirrorsDatabaseConfig
+from .database import MirrorsDatabaseConfig, RefstoreDatabaseConfig
 from .errors import ConfigError, _FieldError, _Parts
 from .sections import (
     AuthConfig,
@@ -53,6 +53,7 @@ class ReplicationConfig:
         default_factory=dict, metadata=_meta(key_check=_region_name, value_check=_http_url)
     )
     mirrors_database: MirrorsDatabaseConfig = field(default_factory=MirrorsDatabaseConfig)
+    refstore_database: RefstoreDatabaseConfig | None = None
     blockstore: BlockstoreConfig | None = None
     blockstores: BlockstoresConfig | None = None
     auth: AuthConfig

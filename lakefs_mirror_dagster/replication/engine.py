@@ -22,13 +22,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from ..graveler.errors import GravelerError
 from ..graveler.ident import commit_id as compute_commit_id
 from ..graveler.range_id import verify_range_file
 from ..graveler.ranges import iter_range_refs
-from ..graveler.records import RangeRef
-from ..lakefs import Commit, LakeFSClient, LakeFSNotFound
+from ..graveler.records import CommitData, RangeRef
+from ..lakefs import Commit, LakeFSClient, LakeFSError, LakeFSNotFound
 from ..logs import log_fields
-from ..storage import DEFAULT_MAX_BYTES_IN_FLIGHT, Blockstore, CopyResult, ObjectStat, TransferPool
+from ..storage import DEFAULT_MAX_BYTES_IN_FLIGHT, Blockstore, CopyResult, ObjectStat, StorageError, TransferPool
 from .branch_workers import serialized, sync_branches
 from .errors import ReplicationError
 from .failpoints import failpoint
@@ -49,6 +50,7 @@ from .progress import ProgressReporter
 from .range_changes import PROCESS_VERIFIED_RANGES, RangeReads
 from .range_transfer import put_metadata_file, transfer_range
 from .read_ahead import RangeReadAhead
+from .refstore import Refstore, SourceCommitTimes, commit_data
 from .results import BlockReason, MirrorSyncResult, RefAction, RefKind, RefResult, TransferStats
 from .source import RepositorySource
 from .validation import MAX_REPORTED, describe_failure, metadata_uri, read_metarange
@@ -123,8 +125,12 @@ class MirrorEngine:
         recorder: RefRecorder | None = None,
         in_flight: InFlightStore | None = None,
         mirror_id: str = "",
+        refstore: Refstore | None = None,
     ) -> None:
         self.source = source
+        #: Where commit records are written with the source's sub-second times (None: lakeFS's API, whole seconds).
+        self.refstore = refstore
+        self.commit_times = SourceCommitTimes(source.client, source.repository, source.read_metadata)
         #: The branch workers' and the in-flight writer's calls to the mirrors database never overlap.
         lock = threading.Lock()
         self.validated, self.recorder = serialized(validated, recorder, lock)
@@ -341,9 +347,7 @@ class MirrorEngine:
                 f"mirror {prepared.kind} {self.mirror_repo}/{prepared.name} moved from {mirror_commit} to {now} "
                 "while this sync validated; not promoting over it (the next pass syncs the new state)"
             )
-        for commit in prepared.commits:
-            self.destination.create_commit_record(self.mirror_repo, commit, force=True)
-            failpoint("after_commit_record")
+        self._create_commit_records(prepared.commits)
         self.planner.mark_present(c.id for c in prepared.commits)
         failpoint("before_ref_move")
         if prepared.kind == RefKind.BRANCH:
@@ -358,6 +362,37 @@ class MirrorEngine:
         if mirror_commit is None:
             return RefAction.CREATED
         return RefAction.ADVANCED if self.planner.is_ancestor(mirror_commit, prepared.target) else RefAction.RESET
+
+    def _create_commit_records(self, commits: Sequence[Commit]) -> None:
+        """Parents first: through the refstore database with the source's sub-second times when configured
+        and reachable (the mirror's log then lists same-second commits in the source's order), else through
+        lakeFS's ``CreateCommitRecord`` (whole seconds)."""
+        records = None
+        if self.refstore is not None and commits:
+            try:
+                self.refstore.partition(self.mirror_repo)  # the database answers, before the source's dump
+                records = self._exact_records(commits)
+            except (ReplicationError, LakeFSError, GravelerError, StorageError) as exc:
+                log.warning(
+                    "commit records of %s go through lakeFS's API (whole seconds; log order of same-second "
+                    "commits may differ): %s",
+                    self.mirror_repo,
+                    exc,
+                )
+                records = None
+        for i, commit in enumerate(commits):
+            if records is not None:
+                assert self.refstore is not None
+                self.refstore.write_commits(self.mirror_repo, [records[i]])
+            else:
+                self.destination.create_commit_record(self.mirror_repo, commit, force=True)
+            failpoint("after_commit_record")
+
+    def _exact_records(self, commits: Sequence[Commit]) -> list[CommitData]:
+        """The records of ``commits`` with the source's nanoseconds, from its refs dump: every commit's, since
+        a commit made within the second of one on another branch may meet it in a log only later."""
+        nanos = self.commit_times.nanos(c.id for c in commits)
+        return [commit_data(c, nanos[c.id]) for c in commits]
 
     # ------------------------------------------------------------------ internals
     def _mirror_ref(self, kind: RefKind, name: str) -> str | None:

@@ -30,13 +30,20 @@ from .engine import EngineSettings, MirrorEngine, RangeTransferer, RangeValidato
 from .namespaces import check_namespace_free, is_mirror_repository
 from .organization import join_organization
 from .progress import ProgressListener
+from .refstore import open_refstore
 from .results import MirrorSyncResult, RefAction, RefKind, RefResult
 from .retry import RetrySchedule
 from .scrub import Scrubber
 from .source import RepositorySource
 from .storages import missing_stores
 
-__all__ = ["RETIRING", "ReplicationService", "store_spec", "validation_key"]
+__all__ = ["LOG_ORDER_APPROXIMATE", "LOG_ORDER_EXACT", "RETIRING", "ReplicationService", "store_spec", "validation_key"]
+
+#: What ``status`` and the API say of a mirror's log order (docs/log-order.md).
+LOG_ORDER_EXACT = "exact"
+LOG_ORDER_APPROXIMATE = (
+    "log order of same-second commits may differ from the source: set refstore_database (docs/log-order.md)"
+)
 
 #: States of a mirror whose repository and record are to be removed (``ReplicationService.retire``).
 RETIRING = (MirrorState.DELETING, MirrorState.DELETED)
@@ -76,6 +83,14 @@ class ReplicationService:
         self._clients: dict[str, LakeFSClient] = {}
         self._stores: dict[tuple[str, str], Blockstore] = {}
         self._progress: list[tuple[ProgressListener, float]] = []
+        refstore = config.refstore_database
+        #: Commit records go into this region's lakeFS database when configured (exact log order), else its API.
+        self.refstore = open_refstore(refstore) if refstore is not None else None
+
+    @property
+    def log_order(self) -> str:
+        """``exact`` when commit records keep the source's sub-second times, else the note saying they may not."""
+        return LOG_ORDER_EXACT if self.refstore is not None else LOG_ORDER_APPROXIMATE
 
     def on_progress(self, listener: ProgressListener, *, every_s: float = 10.0) -> None:
         """Every engine this service builds from now on sends its progress to ``listener`` (``progress.py``)."""
@@ -84,6 +99,8 @@ class ReplicationService:
     def close(self) -> None:
         for client in self._clients.values():
             client.close()
+        if self.refstore is not None:
+            self.refstore.close()
         self.mirrors.close()
 
     # ------------------------------------------------------------------ building blocks
@@ -162,6 +179,7 @@ class ReplicationService:
             recorder=functools.partial(self.record_ref, mirror),
             in_flight=self.mirrors,
             mirror_id=mirror.id,
+            refstore=self.refstore,
         )
         for listener, every_s in self._progress:
             engine.progress.listen(listener, every_s=every_s)

@@ -102,6 +102,8 @@ class MirrorStatus:
     state: str
     message: str
     branches: list[BranchStatus]
+    #: ``exact``, or why same-second commits may be listed in another order than at the source (log-order.md).
+    log_order: str = "exact"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -110,6 +112,7 @@ class MirrorStatus:
             "source_repository": self.source_repository,
             "state": self.state,
             "message": self.message,
+            "log_order": self.log_order,
             "branches": [b.as_dict() for b in self.branches],
         }
 
@@ -146,7 +149,11 @@ def status_report(
             )
             for b in branch_progress(service.mirrors, m.id, now=now)
         ]
-        report.append(MirrorStatus(m.name, m.source_region, m.source_repository, m.state.value, m.message, branches))
+        report.append(
+            MirrorStatus(
+                m.name, m.source_region, m.source_repository, m.state.value, m.message, branches, service.log_order
+            )
+        )
     return report
 
 
@@ -175,6 +182,8 @@ def format_status(report: list[MirrorStatus]) -> str:
     lines = []
     for m in report:
         lines.append(f"mirror {m.name} ({m.state}) of {m.source_region}/{m.source_repository}" + _message(m.message))
+        if m.log_order != "exact":
+            lines.append(f"  note: {m.log_order}")
         for b in m.branches:
             lines.append(f"  branch {b.branch}: {_where(b)}")
             if b.in_flight is not None:

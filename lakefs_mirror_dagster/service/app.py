@@ -84,6 +84,7 @@ def mirror_json(service: ReplicationService, mirror: Mirror) -> dict[str, Any]:
         }
         for b in branch_progress(service.mirrors, mirror.id)
     ]
+    body["log_order"] = service.log_order  # "exact", or why same-second commits may be listed in another order
     return body
 
 

@@ -78,6 +78,10 @@ class MirrorBody(BaseModel):
     updated_at: str
     generation: int
     branches: list[MirrorBranchBody]
+    log_order: str = Field(
+        description="exact: same-second commits are listed in the source's order (refstore_database is set); "
+        "otherwise why their order may differ (docs/log-order.md)"
+    )
 
 
 class Pagination(BaseModel):

@@ -3,8 +3,6 @@ environment variables of exactly those names) and ``refstore_database``."""
 
 from __future__ import annotations
 
-import logging
-
 import pytest
 
 from lakefs_mirror_dagster.config import ConfigError, parse_config
@@ -46,10 +44,24 @@ def test_without_them_the_missing_secret_is_still_named() -> None:
         parse_config(_without_secrets(), env=env)
 
 
-def test_refstore_database_is_accepted_and_said_to_be_unused(caplog: pytest.LogCaptureFixture) -> None:
+def test_refstore_database_is_lakefs_database_section() -> None:
     lakefs_style = {"type": "postgres", "postgres": {"connection_string": "postgres://u:p@db:5432/lakefs"}}
-    with caplog.at_level(logging.INFO, logger="lakefs_mirror_dagster.config"):
-        config = parse_config(minimal(refstore_database=lakefs_style))
-    assert config.region == "us-east-1"
-    assert any("refstore_database is not needed" in r.getMessage() for r in caplog.records)
-    assert "u:p@" not in caplog.text
+    config = parse_config(minimal(refstore_database=lakefs_style))
+    assert config.refstore_database is not None
+    assert config.refstore_database.postgres.connection_string.reveal() == "postgres://u:p@db:5432/lakefs"
+    assert "u:p@" not in repr(config)
+    assert parse_config(minimal()).refstore_database is None
+    dynamodb = parse_config(minimal(refstore_database={"type": "dynamodb", "dynamodb": {"aws_region": "us-east-1"}}))
+    assert dynamodb.refstore_database is not None and dynamodb.refstore_database.type == "dynamodb"
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ({"type": "local", "local": {"path": "/tmp/x"}}, r"refstore_database\.local.*cannot be written from outside"),
+        ({"type": "postgres"}, r"refstore_database\.postgres\.connection_string.*required"),
+    ],
+)
+def test_a_refstore_database_that_cannot_be_written_is_refused(section: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_config(minimal(refstore_database=section))

@@ -122,3 +122,28 @@ def test_an_existing_service_account_is_used_not_created(helm_bin: Path) -> None
     rendered, _ = render(helm_bin, values={"replication": {"serviceAccountName": "irsa-replication"}})
     assert "ServiceAccount" not in {d["kind"] for d in rendered.docs}
     assert rendered.one("Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "irsa-replication"
+
+
+def test_refstore_database_comes_from_the_lakefs_chart_secret(helm_bin: Path, tmp_path: Path) -> None:
+    """``refstoreDatabase.secretName`` gives both containers ``refstore_database`` (docs/log-order.md) from the
+    lakeFS chart's secret; the config those variables build writes commit records into that database."""
+    assert not any(
+        e["name"].startswith("REPLICATION_REFSTORE")
+        for c in render(helm_bin)[0].containers().values()
+        for e in c["env"]
+    )
+    rendered, _ = render(helm_bin, [TWO_REGION[0]], {"replication": {"refstoreDatabase": {"secretName": "lakefs"}}})
+    for container in rendered.containers().values():
+        env = {e["name"]: e for e in container["env"]}
+        assert env["REPLICATION_REFSTORE_DATABASE_TYPE"]["value"] == "postgres"
+        ref = env["REPLICATION_REFSTORE_DATABASE_POSTGRES_CONNECTION_STRING"]["valueFrom"]["secretKeyRef"]
+        assert ref == {"name": "lakefs", "key": "database_connection_string"}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(rendered.config()))
+    secrets = {
+        "REPLICATION_REFSTORE_DATABASE_TYPE": "postgres",
+        "REPLICATION_REFSTORE_DATABASE_POSTGRES_CONNECTION_STRING": "postgres://lakefs:pw@db:5432/lakefs",
+        **{name: "x" for name in REFERENCE_SECRET_NAMES},
+    }
+    config = load_config(path, env=secrets)
+    assert config.refstore_database is not None and config.refstore_database.type == "postgres"

@@ -21,7 +21,7 @@ from .items import KEY_ATTRIBUTES, Item
 if TYPE_CHECKING:
     from ...config.database import DynamoDBSettings
 
-__all__ = ["Cancelled", "ConditionFailed", "DynamoTable"]
+__all__ = ["Cancelled", "ConditionFailed", "DynamoTable", "make_client"]
 
 _CONFLICT_RETRIES = 8
 _TABLE_ACTIVE_TIMEOUT_S = 120.0
@@ -65,7 +65,7 @@ class DynamoTable(StoreCommon):
 
     def __init__(self, settings: DynamoDBSettings, *, create_tables: bool = True) -> None:
         self._table = settings.table_name
-        self._client, region = _make_client(settings)
+        self._client, region = make_client(settings)
         where = settings.endpoint or region
         self._url = f"dynamodb://{self._table}@{where}"
         if create_tables:
@@ -265,9 +265,9 @@ class DynamoTable(StoreCommon):
         return applied
 
 
-def _make_client(settings: DynamoDBSettings) -> tuple[Any, str]:
+def make_client(settings: DynamoDBSettings, *, section: str = "mirrors_database") -> tuple[Any, str]:
     """A DynamoDB client and its region: the settings' keys or profile, else the AWS chain; no region at all
-    is a clear error rather than botocore's."""
+    is a clear error rather than botocore's (naming the config ``section`` the settings come from)."""
     import boto3
     from botocore.config import Config
     from botocore.exceptions import BotoCoreError
@@ -277,17 +277,17 @@ def _make_client(settings: DynamoDBSettings) -> tuple[Any, str]:
         if settings.aws_profile:
             if settings.aws_profile not in session.available_profiles:
                 raise MirrorsDatabaseError(
-                    f"mirrors_database.dynamodb.aws_profile: no AWS profile {settings.aws_profile!r} in the AWS "
+                    f"{section}.dynamodb.aws_profile: no AWS profile {settings.aws_profile!r} in the AWS "
                     "config and credentials files"
                 )
             session = boto3.session.Session(profile_name=settings.aws_profile, region_name=settings.aws_region or None)
         region = session.region_name
     except BotoCoreError as exc:  # an unreadable AWS config file
-        raise MirrorsDatabaseError(f"AWS configuration for the DynamoDB mirrors database: {exc}") from None
+        raise MirrorsDatabaseError(f"AWS configuration for {section}.dynamodb: {exc}") from None
     if not region:
         raise MirrorsDatabaseError(
-            f"no AWS region for the DynamoDB mirrors database table {settings.table_name!r}: set "
-            "mirrors_database.dynamodb.aws_region (or AWS_REGION)"
+            f"no AWS region for the DynamoDB table {settings.table_name!r} of {section}: set "
+            f"{section}.dynamodb.aws_region (or AWS_REGION)"
         )
     client = session.client(
         "dynamodb",

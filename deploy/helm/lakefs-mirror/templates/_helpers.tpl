@@ -62,6 +62,17 @@ imagePullPolicy: {{ .Values.replication.image.pullPolicy }}
 env:
   - name: REPLICATION_CONFIG
     value: /etc/lakefs-mirror/config.yaml
+  {{- with .Values.replication.refstoreDatabase }}
+  {{- if .secretName }}
+  - name: REPLICATION_REFSTORE_DATABASE_TYPE
+    value: postgres
+  - name: REPLICATION_REFSTORE_DATABASE_POSTGRES_CONNECTION_STRING
+    valueFrom:
+      secretKeyRef:
+        name: {{ .secretName | quote }}
+        key: {{ .secretKey | quote }}
+  {{- end }}
+  {{- end }}
   {{- with .Values.replication.extraEnv }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
