@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import re
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -124,3 +126,13 @@ def same_log(mirror_log: list[Commit], source_log: list[Commit]) -> bool:
         return [(t, frozenset(g)) for t, g in itertools.groupby(log, key=lambda c: c.creation_date)]
 
     return groups(mirror_log) == groups(source_log)
+
+
+def lakefs_operation_count(endpoint: str, operation: str) -> int:
+    """How many API requests of ``operation`` (an OpenAPI operation ID such as ``ListBranches``) this lakeFS
+    answered since it started, whatever their status: lakeFS's own Prometheus ``/metrics`` (the count of its
+    ``api_request_duration_seconds`` histogram), an observer nobody here wrote."""
+    with urllib.request.urlopen(f"{endpoint}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    pattern = rf'^api_request_duration_seconds_count\{{[^}}]*operation="{re.escape(operation)}"[^}}]*\}} (\S+)$'
+    return sum(int(float(m.group(1))) for m in re.finditer(pattern, text, re.MULTILINE))
