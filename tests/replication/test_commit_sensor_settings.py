@@ -4,7 +4,6 @@ on a real lakeFS."""
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.replication import ReplicationService
 from lakefs_mirror_dagster.replication.engine import MirrorEngine
 
-from .conftest import assert_mirror_equals_source, content, lakefs_operation_count
+from .conftest import InFlight, assert_mirror_equals_source, content, lakefs_operation_count
 
 ENV = "REPLICATION_COMMIT_SENSOR_"
 
@@ -90,31 +89,6 @@ def test_the_source_log_is_read_in_pages_of_log_commit_page_size(
     assert_mirror_equals_source(src, repo, svc_b.client("region-b"), mirror)
 
 
-class _InFlight:
-    """Counts branch syncs running at once; each waits (bounded) until ``expected`` are running together, so the
-    peak is observed whenever the engine allows it."""
-
-    def __init__(self, expected: int) -> None:
-        self.expected, self.now, self.peak = expected, 0, 0
-        self._lock, self._reached = threading.Lock(), threading.Event()
-
-    def wrap(self, sync_ref: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapped(engine: MirrorEngine, *args: Any) -> Any:
-            with self._lock:
-                self.now += 1
-                self.peak = max(self.peak, self.now)
-                if self.now >= self.expected:
-                    self._reached.set()
-            try:
-                self._reached.wait(timeout=10)
-                return sync_ref(engine, *args)
-            finally:
-                with self._lock:
-                    self.now -= 1
-
-        return wrapped
-
-
 @pytest.mark.parametrize("limit", [1, 4])
 def test_branches_sync_on_at_most_branches_scanner_concurrency_limit_workers(
     lakefs_env, service_for, region_b_with, unique_name, monkeypatch, limit
@@ -134,7 +108,7 @@ def test_branches_sync_on_at_most_branches_scanner_concurrency_limit_workers(
 
     svc_b = region_b_with(branches_scanner_concurrency_limit=limit)
     assert svc_b.engine_settings().branch_workers == limit
-    in_flight = _InFlight(expected=limit)
+    in_flight = InFlight(expected=limit)
     monkeypatch.setattr(MirrorEngine, "sync_ref", in_flight.wrap(MirrorEngine.sync_ref))
     [result] = svc_b.sync(name=mirror)
 
