@@ -164,11 +164,17 @@ def start_minio(name: str, base_dir: Path, *, access_key: str | None = None) -> 
 
 
 def start_lakefs(
-    name: str, base_dir: Path, *, minio: MinioInstance | None = None, auth_secret: str | None = None
+    name: str,
+    base_dir: Path,
+    *,
+    minio: MinioInstance | None = None,
+    auth_secret: str | None = None,
+    admin_keys: tuple[str, str] | None = None,
 ) -> LakeFSRegion:
     """Start one lakeFS with local KV, its own cache dir, and either a local or a MinIO blockstore.
 
-    Admin credentials are created headlessly through lakeFS's installation settings (local KV only).
+    Admin credentials are created headlessly through lakeFS's installation settings (local KV only): fresh ones,
+    or ``admin_keys`` (access key id, secret), so several regions can share one user's keys.
     """
     base_dir.mkdir(parents=True, exist_ok=True)
     if minio is None:
@@ -189,7 +195,13 @@ def start_lakefs(
         }
         namespace_root = f"s3://{bucket}"
     return start_lakefs_on(
-        name, base_dir, blockstore, namespace_root, minio=minio.name if minio else None, auth_secret=auth_secret
+        name,
+        base_dir,
+        blockstore,
+        namespace_root,
+        minio=minio.name if minio else None,
+        auth_secret=auth_secret,
+        admin_keys=admin_keys,
     )
 
 
@@ -210,18 +222,19 @@ def start_lakefs_on(
     minio: str | None = None,
     auth_secret: str | None = None,
     database: dict[str, Any] | None = None,
+    admin_keys: tuple[str, str] | None = None,
 ) -> LakeFSRegion:
     """Start one lakeFS with local KV on ``blockstore`` (lakeFS's own section), stopped again if it never answers.
 
     ``auth_secret``: its ``auth.encrypt.secret_key``, shared by the regions of one organisation (a fresh one if
     None); their replication services refuse to share a mirrors database otherwise. ``database``: lakeFS's
     ``database`` section instead of local KV (e.g. PostgreSQL); the admin is then created with ``lakefs setup``,
-    since lakeFS applies its installation settings on local KV only."""
+    since lakeFS applies its installation settings on local KV only. ``admin_keys``: the admin's (access key id,
+    secret access key), fresh ones if None."""
     binary = ensure_lakefs_binary()
     base_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    access_key_id = "AKIA" + secrets.token_hex(8).upper()
-    secret_access_key = secrets.token_urlsafe(30)
+    access_key_id, secret_access_key = admin_keys or ("AKIA" + secrets.token_hex(8).upper(), secrets.token_urlsafe(30))
     auth_secret = auth_secret or secrets.token_hex(16)
     config = {
         "listen_address": f"127.0.0.1:{port}",

@@ -52,11 +52,24 @@ _LOADER: botocore.loaders.Loader | None = None
 _LOADER_LOCK = threading.Lock()
 
 
-def botocore_session(profile: str | None = None) -> botocore.session.Session:
+def botocore_session(profile: str | None = None, credentials_file: str | None = None) -> botocore.session.Session:
     """A new botocore session sharing this process's one data loader: botocore parses its endpoint and S3
-    models (JSON, about a CPU second) once per loader, and every Dagster run and sync builds its stores anew."""
+    models (JSON, about a CPU second) once per loader, and every Dagster run and sync builds its stores anew.
+
+    ``credentials_file`` is set before anything reads the AWS files (botocore caches them), so a ``profile`` found
+    only there counts; a profile in neither file is refused here, by name, rather than by botocore's first call."""
     global _LOADER
-    core = botocore.session.Session(profile=profile)
+    core = botocore.session.Session()
+    if credentials_file:
+        core.set_config_variable("credentials_file", os.path.expanduser(credentials_file))
+    if profile:
+        if profile not in core.available_profiles:
+            files = [core.get_config_variable("config_file"), core.get_config_variable("credentials_file")]
+            raise StorageConfigError(
+                f"s3 blockstore: profile {profile!r} not found in the AWS config or credentials files "
+                f"({', '.join(os.path.expanduser(f) for f in files)})"
+            )
+        core.set_config_variable("profile", profile)
     with _LOADER_LOCK:
         if _LOADER is None:
             _LOADER = botocore.loaders.create_loader(core.get_config_variable("data_path"))
@@ -160,9 +173,7 @@ class S3Connection(Blockstore):
             self._sse["ServerSideEncryption"] = server_side_encryption
         if sse_kms_key_id:
             self._sse["SSEKMSKeyId"] = sse_kms_key_id
-        core = botocore_session(profile or None)
-        if credentials_file:
-            core.set_config_variable("credentials_file", os.path.expanduser(credentials_file))
+        core = botocore_session(profile or None, credentials_file or None)
         session = boto3.session.Session(
             aws_access_key_id=access_key_id or None,
             aws_secret_access_key=secret_access_key or None,
@@ -178,6 +189,13 @@ class S3Connection(Blockstore):
             put_headers["x-amz-server-side-encryption-aws-kms-key-id"] = sse_kms_key_id
         #: Object GET, PUT (single and multipart) and HEAD through obstore (see s3_native); requests that must go
         #: through a proxy stay on boto3, which honours the proxy settings.
+        if not access_key_id and session.get_credentials() is None:  # (botocore caches what the chain found)
+            raise StorageConfigError(
+                "s3 blockstore: no credentials: no access_key_id, and the AWS default chain (environment, "
+                "shared files, container or instance role"
+                + (f", profile {profile!r}" if profile else "")
+                + ") found none"
+            )
         self._direct: NativeS3Requests | None = None
         if not uses_proxy(self._client.meta.endpoint_url):
             self._direct = NativeS3Requests(

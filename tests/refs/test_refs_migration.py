@@ -94,3 +94,31 @@ def test_dump_refuses_uncommitted_changes_and_removes_nothing(client_for, config
     with pytest.raises(LakeFSNotFound, match="no-such-repo"):
         run_cli(config_path("region-b"), "refs", "dump", repo, "no-such-repo", "--output-dir", str(tmp_path))
     assert not list(tmp_path.iterdir())  # the existing one was not dumped either: names are checked first
+
+
+def test_ignore_storage_id_restores_a_multi_store_manifest_on_a_single_store_lakefs(
+    client_for, config_path, run_cli, unique_name, tmp_path
+) -> None:
+    """A manifest dumped where repositories carry a storage id (a lakeFS with several blockstores) names a store this
+    open-source lakeFS does not know: refused as it is, restored with ``--ignore-storage-id`` onto its one store."""
+    client = client_for("region-b")
+    repo = unique_name("sid")
+    client.create_repository(repo, f"local://{repo}")
+    expected = populate(client, repo)
+    before = snapshot(client, repo)
+    assert run_cli(config_path("region-b"), "refs", "dump", repo, "--rm", "--output-dir", str(tmp_path)) == 0
+    manifest_file = tmp_path / f"{repo}_manifest.json"
+    doc = json.loads(manifest_file.read_text())
+    doc["repository"]["storage_id"] = "local-disk"
+    manifest_file.write_text(json.dumps(doc))
+
+    with pytest.raises(RefsError, match=r"storage id 'local-disk' is unknown.*pass --ignore-storage-id"):
+        run_cli(config_path("region-b"), "refs", "restore", str(manifest_file))
+    with pytest.raises(LakeFSNotFound):
+        client.get_repository(repo)
+
+    assert run_cli(config_path("region-b"), "refs", "restore", str(manifest_file), "--ignore-storage-id") == 0
+    assert client.get_repository(repo).storage_id == ""
+    assert snapshot(client, repo) == before
+    assert read_all(client, repo, "main") == expected
+    assert load_manifest(manifest_file).storage_id == "local-disk"  # the file is left as it was

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import re
+import threading
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -124,3 +128,39 @@ def same_log(mirror_log: list[Commit], source_log: list[Commit]) -> bool:
         return [(t, frozenset(g)) for t, g in itertools.groupby(log, key=lambda c: c.creation_date)]
 
     return groups(mirror_log) == groups(source_log)
+
+
+def lakefs_operation_count(endpoint: str, operation: str) -> int:
+    """How many API requests of ``operation`` (an OpenAPI operation ID such as ``ListBranches``) this lakeFS
+    answered since it started, whatever their status: lakeFS's own Prometheus ``/metrics`` (the count of its
+    ``api_request_duration_seconds`` histogram), an observer nobody here wrote."""
+    with urllib.request.urlopen(f"{endpoint}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    pattern = rf'^api_request_duration_seconds_count\{{[^}}]*operation="{re.escape(operation)}"[^}}]*\}} (\S+)$'
+    return sum(int(float(m.group(1))) for m in re.finditer(pattern, text, re.MULTILINE))
+
+
+class InFlight:
+    """Counts the calls of a wrapped function running at once; each waits (bounded) until ``expected`` are running
+    together, so the peak is observed whenever the code under test allows it (an event, not a timing)."""
+
+    def __init__(self, expected: int) -> None:
+        self.expected, self.now, self.peak, self.calls = expected, 0, 0, 0
+        self._lock, self._reached = threading.Lock(), threading.Event()
+
+    def wrap(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                self.now += 1
+                self.calls += 1
+                self.peak = max(self.peak, self.now)
+                if self.now >= self.expected:
+                    self._reached.set()
+            try:
+                self._reached.wait(timeout=10)
+                return function(*args, **kwargs)
+            finally:
+                with self._lock:
+                    self.now -= 1
+
+        return wrapped

@@ -1,9 +1,9 @@
-"""``commit_sensor.log_commit_page_size`` and ``branches_scanner_concurrency_limit`` at work on a real lakeFS."""
+"""``commit_sensor.log_commit_page_size``, ``list_branch_page_size`` and ``branches_scanner_concurrency_limit`` at work
+on a real lakeFS."""
 
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,7 @@ from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.replication import ReplicationService
 from lakefs_mirror_dagster.replication.engine import MirrorEngine
 
-from .conftest import assert_mirror_equals_source, content
+from .conftest import InFlight, assert_mirror_equals_source, content, lakefs_operation_count
 
 ENV = "REPLICATION_COMMIT_SENSOR_"
 
@@ -89,31 +89,6 @@ def test_the_source_log_is_read_in_pages_of_log_commit_page_size(
     assert_mirror_equals_source(src, repo, svc_b.client("region-b"), mirror)
 
 
-class _InFlight:
-    """Counts branch syncs running at once; each waits (bounded) until ``expected`` are running together, so the
-    peak is observed whenever the engine allows it."""
-
-    def __init__(self, expected: int) -> None:
-        self.expected, self.now, self.peak = expected, 0, 0
-        self._lock, self._reached = threading.Lock(), threading.Event()
-
-    def wrap(self, sync_ref: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapped(engine: MirrorEngine, *args: Any) -> Any:
-            with self._lock:
-                self.now += 1
-                self.peak = max(self.peak, self.now)
-                if self.now >= self.expected:
-                    self._reached.set()
-            try:
-                self._reached.wait(timeout=10)
-                return sync_ref(engine, *args)
-            finally:
-                with self._lock:
-                    self.now -= 1
-
-        return wrapped
-
-
 @pytest.mark.parametrize("limit", [1, 4])
 def test_branches_sync_on_at_most_branches_scanner_concurrency_limit_workers(
     lakefs_env, service_for, region_b_with, unique_name, monkeypatch, limit
@@ -133,7 +108,7 @@ def test_branches_sync_on_at_most_branches_scanner_concurrency_limit_workers(
 
     svc_b = region_b_with(branches_scanner_concurrency_limit=limit)
     assert svc_b.engine_settings().branch_workers == limit
-    in_flight = _InFlight(expected=limit)
+    in_flight = InFlight(expected=limit)
     monkeypatch.setattr(MirrorEngine, "sync_ref", in_flight.wrap(MirrorEngine.sync_ref))
     [result] = svc_b.sync(name=mirror)
 
@@ -144,3 +119,27 @@ def test_branches_sync_on_at_most_branches_scanner_concurrency_limit_workers(
     assert_mirror_equals_source(src, repo, svc_b.client("region-b"), mirror)
     for name in branches:
         assert svc_b.client("region-b").get_object(mirror, name, f"{name}/data") == content(name, 500)
+
+
+@pytest.mark.parametrize(("page_size", "pages"), [(2, 3), (1000, 1)])
+def test_the_source_branches_are_listed_in_pages_of_list_branch_page_size(
+    lakefs_env, service_for, region_b_with, unique_name, page_size, pages
+) -> None:
+    """Six branches at the source: lakeFS itself counts the ListBranches requests a sync sends it."""
+    svc_a = service_for("region-a")
+    src = svc_a.client("region-a")
+    repo, mirror = unique_name("branchpage"), unique_name("mirror")
+    src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
+    src.upload_object(repo, "main", "base", content("base"))
+    src.commit(repo, "main", "base")
+    for i in range(5):
+        src.create_branch(repo, f"b{i}", "main")
+    _new_mirror(lakefs_env, svc_a, repo, mirror)
+
+    svc_b = region_b_with(list_branch_page_size=page_size)
+    source_endpoint = lakefs_env.region("region-a").endpoint
+    before = lakefs_operation_count(source_endpoint, "ListBranches")
+    [result] = svc_b.sync(name=mirror)
+    assert result.ok
+    assert lakefs_operation_count(source_endpoint, "ListBranches") - before == pages
+    assert_mirror_equals_source(src, repo, svc_b.client("region-b"), mirror)

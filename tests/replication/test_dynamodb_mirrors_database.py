@@ -3,6 +3,7 @@ two-region example is: one table, each region signing for its own AWS region."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -100,3 +101,42 @@ def test_a_mirror_is_created_and_synced_through_a_dynamodb_mirrors_database(
         ReplicationService(load_config(other_key, env={})).close()
     assert refused.value.path == "auth.encrypt.secret_key"
     assert dynamodb_settings.table_name in str(refused.value)
+
+
+@pytest.mark.parametrize(("page_size", "limits"), [(2, [3, 3, 3]), (1000, [1001])])
+def test_a_region_reads_its_mirrors_in_pages_of_list_mirrors_page_size(
+    lakefs_env: Environment,
+    config_path: Callable[[str], Path],
+    dynamodb_settings: DynamoDBSettings,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+    page_size: int,
+    limits: list[int],
+) -> None:
+    """Five mirrors in region-b: the Query requests sent to DynamoDB Local, seen by botocore's own event system as
+    they leave the client, ask for a page and one more (to know whether another page follows) each time."""
+    east = ReplicationService(load_config(write_config(config_path, tmp_path, "region-a", dynamodb_settings), env={}))
+    west_config = write_config(config_path, tmp_path, "region-b", dynamodb_settings, list_mirrors_page_size=page_size)
+    west = ReplicationService(load_config(west_config, env={}))
+    try:
+        src = east.client("region-a")
+        repo = unique_name("repo")
+        src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
+        names = sorted(unique_name("mirror") for _ in range(5))
+        for name in names:
+            b = lakefs_env.region("region-b")
+            east.create_mirror(
+                source_repository=repo, name=name, region="region-b", storage_namespace=b.namespace_for(name)
+            )
+        sent: list[int] = []
+
+        def count(request: Any, **_: Any) -> None:
+            if request.headers.get("X-Amz-Target", b"").endswith(b".Query"):
+                sent.append(json.loads(request.body)["Limit"])
+
+        west.mirrors._client.meta.events.register("before-send.dynamodb", count)  # the store's botocore client
+        assert sorted(m.name for m in west.my_mirrors()) == names
+        assert sent == limits
+    finally:
+        east.close()
+        west.close()
