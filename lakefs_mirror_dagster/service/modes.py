@@ -42,7 +42,7 @@ def lakefs_rbac_model(client: LakeFSClient) -> str | None:
 
 
 _LAKEFS_MODELS = {
-    "none": "no RBAC (open source: one admin user, no policies), so it limits nobody's calls here",
+    "none": "no RBAC of its own (open source: a single admin user, no policies)",
     "simplified": "ACLs (the simplified auth server)",
     "external": "RBAC through an external auth service",
 }

@@ -113,3 +113,18 @@ def test_reader_operator_admin_against_real_lakefs(
         assert deleted.status == 202, deleted.body
         assert (deleted.body["repository"], deleted.body["region"]) == (name, "region-b")
         assert api.service.get_mirror(mirror_id).state == "deleting"
+
+
+def test_the_start_up_mode_names_the_policies_or_warns_that_all_is_open() -> None:
+    from lakefs_mirror_dagster.service import authorization_mode
+
+    open_mode = authorization_mode(PolicySet(), policies_source=None, region="east", lakefs_model="none")
+    assert open_mode.name == "open" and open_mode.warning
+    assert "ANY authenticated lakeFS user of region east" in open_mode.message
+    strict = authorization_mode(
+        PolicySet(*load_policies(SHIPPED)), policies_source=str(SHIPPED), region="east", lakefs_model="external"
+    )
+    assert strict.name == "policies" and not strict.warning
+    assert f"policies from {SHIPPED}" in strict.message and "RBAC through an external auth service" in strict.message
+    unknown = authorization_mode(PolicySet(), policies_source=None, region="east", lakefs_model=None)
+    assert "did not say how it authorizes" in unknown.message
