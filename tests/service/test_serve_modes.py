@@ -68,9 +68,11 @@ def _delete_unknown(url: str, user: str, *curl_flags: str) -> int:
     return curl(target, "-u", user, "-X", "DELETE", *curl_flags).status
 
 
-def test_without_policies_the_log_warns_that_every_user_may_do_everything(serve_cli, lakefs_env) -> None:
+def test_without_policies_the_log_warns_that_every_user_may_do_everything_and_hooks_are_open(
+    serve_cli, lakefs_env
+) -> None:
     region = lakefs_env.region("region-a")
-    with serve_cli({}) as (url, log):
+    with serve_cli({"hooks": {"enabled": True, "secret": ""}}) as (url, log):
         assert _delete_unknown(url, f"{region.access_key_id}:{region.secret_access_key}") == 404
         text = log()
     [line] = [line for line in text.splitlines() if "authorization:" in line]
@@ -78,6 +80,7 @@ def test_without_policies_the_log_warns_that_every_user_may_do_everything(serve_
     # what the real (open-source) lakeFS says of its own authorization
     assert "reports RBAC 'none'" in line and "no RBAC of its own (open source" in line
     assert "serving on http://127.0.0.1" in text and "plain HTTP" in text
+    assert "hooks.enabled without hooks.secret: anyone who reaches this server can queue mirror syncs" in text
 
 
 def test_policies_and_tls_from_the_config_and_the_flag_wins(
@@ -96,7 +99,7 @@ def test_policies_and_tls_from_the_config_and_the_flag_wins(
     with serve_cli(from_config, scheme="https") as (url, log):
         assert _delete_unknown(url, user, *ca) == 403  # a reader may not delete
         text = log()
-    assert f"authorization: policies from {readers}" in text and "OPEN" not in text
+    assert f"authorization: policies from {readers}" in text and "OPEN" not in text and "hooks.secret" not in text
     assert "serving on https://127.0.0.1" in text and f"certificate {certs.cert_file}" in text
 
     with serve_cli(from_config, "--policies", str(admins), scheme="https") as (url, log):
