@@ -34,7 +34,7 @@ def lakefs_rbac_model(client: LakeFSClient) -> str | None:
     """lakeFS's ``login_config.RBAC`` (``none``, ``simplified``, ``external``), or None when it cannot be read."""
     try:
         state = client.call("get setup state", client.internal.get_setup_state, retry=False)
-    except LakeFSError:
+    except (LakeFSError, ValueError):  # ValueError: an answer that is not lakeFS's (pydantic's ValidationError)
         return None
     login = getattr(state, "login_config", None)
     rbac = getattr(login, "rbac", None)

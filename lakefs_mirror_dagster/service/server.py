@@ -16,6 +16,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from ..config import ConfigError
+from ..lakefs import LakeFSClient
 from ..replication import ReplicationService
 from .app import create_app
 from .modes import AuthorizationMode, authorization_mode, lakefs_rbac_model
@@ -85,11 +86,16 @@ def serve(
 
 
 def startup_mode(service: ReplicationService, policies: PolicySet, policies_source: str | None) -> AuthorizationMode:
-    """The authorization mode ``serve`` logs, with what the region's lakeFS says of its own."""
-    region = service.config.region
-    return authorization_mode(
-        policies, policies_source=policies_source, region=region, lakefs_model=lakefs_rbac_model(service.client(region))
-    )
+    """The authorization mode ``serve`` logs, with what the region's lakeFS says of its own (asked once, briefly:
+    a lakeFS that does not answer delays the start by 5 s at most and is reported as not saying)."""
+    config = service.config
+    key, secret = config.credentials_for(config.region)
+    client = LakeFSClient(config.endpoint_for(config.region), key, secret, attempts=1, timeout_s=5.0)
+    try:
+        model = lakefs_rbac_model(client)
+    finally:
+        client.close()
+    return authorization_mode(policies, policies_source=policies_source, region=config.region, lakefs_model=model)
 
 
 @contextlib.contextmanager

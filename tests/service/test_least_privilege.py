@@ -128,3 +128,15 @@ def test_the_start_up_mode_names_the_policies_or_warns_that_all_is_open() -> Non
     assert f"policies from {SHIPPED}" in strict.message and "RBAC through an external auth service" in strict.message
     unknown = authorization_mode(PolicySet(), policies_source=None, region="east", lakefs_model=None)
     assert "did not say how it authorizes" in unknown.message
+
+
+def test_a_lakefs_that_does_not_answer_is_reported_as_not_saying() -> None:
+    from lakefs_mirror_devenv.processes import free_port
+
+    from lakefs_mirror_dagster.service import lakefs_rbac_model
+
+    client = LakeFSClient(f"http://127.0.0.1:{free_port()}", "key", "secret", attempts=1, timeout_s=5)
+    try:
+        assert lakefs_rbac_model(client) is None
+    finally:
+        client.close()
