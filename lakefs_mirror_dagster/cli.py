@@ -296,7 +296,10 @@ def _mirrors_delete(args: argparse.Namespace) -> int:
         )
     finally:
         service.close()
-    print(f"mirror {mirror.name} ({mirror.id}) is being deleted; its region removes the repository on its next pass")
+    print(
+        f"mirror {mirror.id} is being deleted: repository {mirror.name} in region {mirror.destination_region} "
+        "is deleted with its data on that region's next pass"
+    )
     return 0
 
 
@@ -375,15 +378,26 @@ def _serve(args: argparse.Namespace) -> int:
     from .replication import ReplicationService
 
     with needs_extra("service", "serve (the mirror management REST API)"):
-        from .service import load_policies, serve
+        from .service import load_policies, serve, tls_files
 
     config = _load_config(args)
-    policies, users = load_policies(args.policies) if args.policies else (None, None)
+    policies_file = str(args.policies or config.auth.policies_file)  # the flag wins over the config
+    policies, users = load_policies(policies_file) if policies_file else (None, None)
+    tls = tls_files(args.tls_cert or config.tls.cert_file, args.tls_key or config.tls.key_file)
     service = ReplicationService(config)
     try:
         service.fail_storeless_mirrors()  # reported in each such mirror's state; the others are served
         level = logging.getLevelName(config.logging.python_level).lower()  # uvicorn's own lines follow it too
-        serve(service, args.listen or config.listen_address, policies=policies, user_policies=users, log_level=level)
+        listen = args.listen or config.listen_address
+        serve(
+            service,
+            listen,
+            policies=policies,
+            user_policies=users,
+            policies_source=policies_file or None,
+            tls=tls,
+            log_level=level,
+        )
     except KeyboardInterrupt:
         pass
     finally:
@@ -551,7 +565,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="the mirror management REST API (/service/replication/v1/...)")
     serve.add_argument("--listen", help="HOST:PORT (default: listen_address from the config)")
-    serve.add_argument("--policies", type=Path, help="RBAC policies file (YAML/JSON); none: every user allowed")
+    serve.add_argument(
+        "--policies",
+        type=Path,
+        help="RBAC policies file (YAML/JSON; default: auth.policies_file); none: every user allowed",
+    )
+    serve.add_argument("--tls-cert", help="PEM certificate (chain) to serve HTTPS (default: tls.cert_file)")
+    serve.add_argument("--tls-key", help="PEM private key of --tls-cert (default: tls.key_file)")
     serve.set_defaults(func=_serve)
     openapi = sub.add_parser("openapi", help="write the REST API's OpenAPI document")
     openapi.add_argument("path", nargs="?", default="docs/openapi.json")

@@ -38,6 +38,7 @@ from .sections import (
     LoggingConfig,
     MirrorsManagerConfig,
     SparkConfig,
+    TLSConfig,
     TransferConfig,
     ValidatorConfig,
 )
@@ -89,6 +90,7 @@ __all__ = [
     "SqliteSettings",
     "StoreConfig",
     "StoreSettings",
+    "TLSConfig",
     "TransferConfig",
     "ValidatorConfig",
     "dump_example_config",

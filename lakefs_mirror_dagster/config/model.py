@@ -23,6 +23,7 @@ from .sections import (
     LoggingConfig,
     MirrorsManagerConfig,
     SparkConfig,
+    TLSConfig,
     TransferConfig,
     ValidatorConfig,
 )
@@ -58,6 +59,7 @@ class ReplicationConfig:
     blockstores: BlockstoresConfig | None = None
     auth: AuthConfig
     listen_address: str = field(default="0.0.0.0:8008", metadata=_meta(_listen_address))
+    tls: TLSConfig = field(default_factory=TLSConfig)
     lakefs_front: LakeFSFrontConfig = field(default_factory=LakeFSFrontConfig)
     list_mirrors_page_size: int = field(default=1000, metadata=_meta(_at_least(1)))
     list_repositories_page_size: int = field(default=1000, metadata=_meta(_at_least(1)))

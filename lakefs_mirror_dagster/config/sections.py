@@ -21,6 +21,7 @@ from .values import (
     _duration_within,
     _meta,
     _nonempty,
+    _optional_path,
     _positive_duration,
 )
 
@@ -39,6 +40,7 @@ __all__ = [
     "LoggingConfig",
     "MirrorsManagerConfig",
     "SparkConfig",
+    "TLSConfig",
     "TransferConfig",
     "ValidatorConfig",
 ]
@@ -84,6 +86,28 @@ class AuthConfig:
     encrypt: EncryptConfig
     api: AuthApiConfig = field(default_factory=AuthApiConfig)
     cache: AuthCacheConfig = field(default_factory=AuthCacheConfig)
+    #: ``serve``'s RBAC policies file (``serve --policies`` overrides it); empty: every authenticated user of the
+    #: region may do everything (logged loudly at start). Read when ``serve`` starts, not when the config loads.
+    policies_file: str = field(default="", metadata=_meta(_optional_path))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TLSConfig:
+    """``tls``: ``serve`` speaks HTTPS with this PEM certificate (chain) and key (``serve --tls-cert/--tls-key``
+    override them). Both or neither; the files are read when ``serve`` starts (a bad one is refused there)."""
+
+    cert_file: str = field(default="", metadata=_meta(_optional_path))
+    key_file: str = field(default="", metadata=_meta(_optional_path))
+
+    def _validate(self, parts: _Parts) -> None:
+        if self.cert_file and not self.key_file:
+            raise _FieldError((*parts, "key_file"), "required when tls.cert_file is set (HTTPS needs both)")
+        if self.key_file and not self.cert_file:
+            raise _FieldError((*parts, "cert_file"), "required when tls.key_file is set (HTTPS needs both)")
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.cert_file)
 
 
 _PYTHON_LEVELS = {

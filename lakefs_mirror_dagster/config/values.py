@@ -298,6 +298,11 @@ def _expand_path(value: str) -> str:
     return value if value == ":memory:" else os.path.expanduser(value)
 
 
+def _optional_path(value: str) -> str:
+    """A file path or ``""`` (not set); ``~`` expanded. Whether the file is readable is checked by its user."""
+    return os.path.expanduser(value.strip()) if value.strip() else ""
+
+
 def _listen_address(value: str) -> str:
     host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Query, Request, Response
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -42,14 +42,36 @@ from . import rbac
 from .auth import Authenticator, Identity, lakefs_verifier
 from .hooks import add_hooks_route
 from .lakefs_front import LakeFSFront
-from .models import REPOSITORY_NAME, ErrorBody, MirrorBody, MirrorCreation, MirrorList, StorageList
+from .models import (
+    REPOSITORY_NAME,
+    ErrorBody,
+    MirrorBody,
+    MirrorCreation,
+    MirrorDeletion,
+    MirrorList,
+    StorageList,
+)
 
-__all__ = ["API_PREFIX", "ApiError", "create_app", "mirror_json", "openapi_document", "write_openapi"]
+__all__ = [
+    "API_PREFIX",
+    "OPENAPI_PATH",
+    "UNAUTHENTICATED_PATHS",
+    "ApiError",
+    "create_app",
+    "mirror_json",
+    "openapi_document",
+    "write_openapi",
+]
 
 log = logging.getLogger(__name__)
 
 API_PREFIX = "/service/replication/v1"
 REALM = 'Basic realm="lakefs-mirror", charset="UTF-8"'
+OPENAPI_PATH = f"{API_PREFIX}/openapi.json"
+#: The only paths answered without a lakeFS key (probes and Prometheus scrapes); every other route takes the
+#: ``Who`` dependency, and ``tests/service/test_authentication.py`` calls each route anonymously to prove it.
+#: The hooks route is not here: it authenticates lakeFS's webhook by ``hooks.secret`` (see ``hooks.py``).
+UNAUTHENTICATED_PATHS: frozenset[str] = frozenset({"/_health", "/_ready", "/metrics"})
 
 
 class ApiError(LakeFSMirrorError):
@@ -206,7 +228,7 @@ def _build(state: _State | None) -> FastAPI:
         title="lakefs-mirror replication service",
         version="1",
         description="Create, list, inspect and delete mirrors of lakeFS repositories (the reference's REST API).",
-        openapi_url="/service/replication/v1/openapi.json",
+        openapi_url=None,  # served below, behind authentication like every route outside UNAUTHENTICATED_PATHS
         docs_url=None,
         redoc_url=None,
     )
@@ -321,13 +343,13 @@ def _build(state: _State | None) -> FastAPI:
 
     @app.delete(
         f"{API_PREFIX}/repositories/{{repo}}/mirrors/{{mirror_id}}",
-        status_code=204,
-        response_class=Response,
+        status_code=202,
+        response_model=MirrorDeletion,
         responses=ERRORS,
         tags=["mirrors"],
-        summary="Delete a mirror (the mirrors manager then removes its repository)",
+        summary="Delete a mirror: its region then deletes the mirror's repository (named in the answer)",
     )
-    def delete_mirror(repo: RepoParam, mirror_id: MirrorIdParam, who: Who, request: Request) -> Response:
+    def delete_mirror(repo: RepoParam, mirror_id: MirrorIdParam, who: Who, request: Request) -> dict[str, Any]:
         st = _state(request)
         try:
             mirror = _mirror_of(st, repo, mirror_id)
@@ -338,10 +360,26 @@ def _build(state: _State | None) -> FastAPI:
                 _authorize(st, who, rbac.delete_mirror_permissions(mirror_id))
             raise
         _authorize(st, who, rbac.delete_mirror_permissions(mirror.name))
-        if mirror.state not in (MirrorState.DELETING, MirrorState.DELETED):
-            st.service.mirrors.set_state(mirror.id, MirrorState.DELETING, f"deleted by {who.user_id}", None)
-            log.info("user %s deleted mirror %s", who.user_id, mirror.id)
-        return Response(status_code=204)
+        state = MirrorState(mirror.state)
+        if state not in (MirrorState.DELETING, MirrorState.DELETED):
+            state = MirrorState(
+                st.service.mirrors.set_state(mirror.id, MirrorState.DELETING, f"deleted by {who.user_id}", None).state
+            )
+            log.warning(
+                "user %s deleted mirror %s: repository %s in region %s will be deleted",
+                who.user_id,
+                mirror.id,
+                mirror.name,
+                mirror.destination_region,
+            )
+        return {
+            "message": f"mirror {mirror.id} is {state.value}: its repository {mirror.name} in region "
+            f"{mirror.destination_region} is deleted, with its data, by that region's mirrors manager on its next pass",
+            "mirror_id": mirror.id,
+            "state": state.value,
+            "repository": mirror.name,
+            "region": mirror.destination_region,
+        }
 
     @app.get(
         f"{API_PREFIX}/config/storages",
@@ -355,6 +393,10 @@ def _build(state: _State | None) -> FastAPI:
         return {"results": [s.as_dict() for s in describe_storages(st.service.config)]}
 
     add_hooks_route(app, _state, ERRORS)
+
+    @app.get(OPENAPI_PATH, include_in_schema=False)
+    def openapi_json(who: Who) -> JSONResponse:
+        return JSONResponse(app.openapi())
 
     original_openapi = app.openapi
 

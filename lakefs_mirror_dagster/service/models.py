@@ -12,6 +12,7 @@ __all__ = [
     "MirrorBody",
     "MirrorBranchBody",
     "MirrorCreation",
+    "MirrorDeletion",
     "MirrorList",
     "Pagination",
     "StorageBody",
@@ -108,6 +109,17 @@ class StorageBody(BaseModel):
 
 class StorageList(BaseModel):
     results: list[StorageBody]
+
+
+class MirrorDeletion(BaseModel):
+    """What a delete started: the mirror goes to ``deleting`` and its region's mirrors manager then deletes the
+    mirror's repository, named here so the caller sees what is about to go."""
+
+    message: str
+    mirror_id: str
+    state: str = Field(description="deleting (or deleted, when it already was)")
+    repository: str = Field(description="The mirror repository that is deleted with its data in lakeFS")
+    region: str = Field(description="The region whose lakeFS holds that repository")
 
 
 class ErrorBody(BaseModel):

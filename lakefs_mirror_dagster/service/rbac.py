@@ -22,6 +22,7 @@ __all__ = [
     "Statement",
     "create_mirror_permissions",
     "delete_mirror_permissions",
+    "edit_mirrored_branches_permissions",
     "evaluate",
     "list_mirrors_permissions",
     "missing_permission",
@@ -151,6 +152,11 @@ def create_mirror_permissions(source_repository: str, mirror_name: str, storage_
     ]
 
 
+def edit_mirrored_branches_permissions(source_repository: str) -> list[Permission]:
+    """The reference's table for editing mirrored branches: ``fs:MirrorRepository`` on the source repository."""
+    return [Permission("fs:MirrorRepository", repository_arn(source_repository))]
+
+
 def delete_mirror_permissions(mirror_name: str) -> list[Permission]:
     """Deleting a mirror deletes its read-only repository, so it needs ``fs:DeleteRepository`` on it."""
     return [Permission("fs:DeleteRepository", repository_arn(mirror_name))]
@@ -196,6 +202,13 @@ class PolicySet:
     @property
     def enabled(self) -> bool:
         return bool(self._by_id)
+
+    def describe(self) -> str:
+        """For the start-up log: the policy ids and who gets them."""
+        ids = ", ".join(sorted(self._by_id)) or "none"
+        if self._users is None:
+            return f"policies {ids}, all applied to every user"
+        return f"policies {ids}, applied to {len(self._users)} listed user(s) or key(s)"
 
     def policies_for(self, *, user_id: str, access_key_id: str) -> list[Policy]:
         if self._users is None:

@@ -147,3 +147,38 @@ def test_refstore_database_comes_from_the_lakefs_chart_secret(helm_bin: Path, tm
     }
     config = load_config(path, env=secrets)
     assert config.refstore_database is not None and config.refstore_database.type == "postgres"
+
+
+def test_policies_and_tls_secret_reach_serve_only(helm_bin: Path, tmp_path: Path) -> None:
+    from lakefs_mirror_dagster.service import load_policies
+
+    shipped = yaml.safe_load((CHART.parents[1] / "policies" / "least-privilege.yaml").read_text())
+    values = {"replication": {"serve": {"policies": shipped, "tlsSecret": "mirror-east-tls"}}}
+    rendered, _ = render(helm_bin, [TWO_REGION[0]], values)
+    containers = rendered.containers()
+    serve, sync = containers["serve"], containers["sync"]
+    assert serve["args"][3:] == [
+        "--policies", "/etc/lakefs-mirror/policies.yaml",
+        "--tls-cert", "/etc/lakefs-mirror-tls/tls.crt", "--tls-key", "/etc/lakefs-mirror-tls/tls.key",
+    ]  # fmt: skip
+    # the policies file in the ConfigMap is the shipped one, as serve loads it
+    (tmp_path / "policies.yaml").write_text(rendered.one("ConfigMap")["data"]["policies.yaml"])
+    assert load_policies(tmp_path / "policies.yaml") == load_policies(
+        CHART.parents[1] / "policies" / "least-privilege.yaml"
+    )
+    # the key is mounted into serve only, and the probes speak HTTPS
+    tls_mount = {"name": "tls", "mountPath": "/etc/lakefs-mirror-tls", "readOnly": True}
+    assert tls_mount in serve["volumeMounts"] and tls_mount not in sync["volumeMounts"]
+    volumes = {v["name"]: v for v in rendered.one("Deployment")["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["tls"]["secret"]["secretName"] == "mirror-east-tls"
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert serve[probe]["httpGet"]["scheme"] == "HTTPS"
+
+    plain, _ = render(helm_bin, [TWO_REGION[0]])
+    serve = plain.containers()["serve"]
+    assert (
+        serve["args"] == ["serve", "--listen", "0.0.0.0:8008"] and "policies.yaml" not in plain.one("ConfigMap")["data"]
+    )
+    assert "scheme" not in serve["livenessProbe"]["httpGet"] and "tls" not in {m["name"] for m in serve["volumeMounts"]}
+    checksum = rendered.one("Deployment")["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+    assert checksum != plain.one("Deployment")["spec"]["template"]["metadata"]["annotations"]["checksum/config"]

@@ -26,7 +26,7 @@ def test_sync_prints_each_ref(lakefs_env, config_path, service_for, unique_name,
     assert main(["--config", str(config_path("region-b")), "sync", "--once", "--mirror", "nope"]) == 2
 
 
-def test_deleting_a_mirror_removes_its_repository_and_record(lakefs_env, isolated_regions, unique_name):
+def test_deleting_a_mirror_removes_its_repository_and_record(lakefs_env, isolated_regions, unique_name, capsys):
     from lakefs_mirror_dagster.mirrors import MirrorNotFound
 
     config_path, service_for = isolated_regions  # `sync --once` passes over this test's mirrors only
@@ -43,7 +43,10 @@ def test_deleting_a_mirror_removes_its_repository_and_record(lakefs_env, isolate
         storage_namespace=lakefs_env.region("region-b").namespace_for(name),
     )
     assert svc_b.sync(name=name)[0].ok
+    capsys.readouterr()
     assert main(["--config", str(config_path("region-a")), "mirrors", "delete", mirror.id]) == 0
+    said = capsys.readouterr().out
+    assert f"repository {name} in region region-b is deleted with its data" in said  # says what goes
     assert main(["--config", str(config_path("region-b")), "sync", "--once"]) == 0
     # (getRepository may serve a just-deleted repository from lakeFS's cache; the listing does not.)
     assert name not in {r.id for r in svc_b.client("region-b").list_repositories()}

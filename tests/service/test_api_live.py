@@ -82,10 +82,14 @@ def test_reference_commands_create_list_get_delete(api, lakefs_env, client_for, 
     assert api.service.mirrors.get_mirror(mirror["id"]).state == "active"
 
     deleted = curl("-X", "DELETE", f"{_mirrors_url(api, repo)}/{mirror['id']}", "-u", api.user)
-    assert deleted.status == 204 and deleted.body is None
+    # accepted, naming the repository that the mirror's region deletes with its data
+    assert deleted.status == 202, deleted.body
+    assert (deleted.body["repository"], deleted.body["region"], deleted.body["state"]) == (name, "region-b", "deleting")
+    assert f"repository {name} in region region-b is deleted" in deleted.body["message"]
     after = curl(f"{_mirrors_url(api, repo)}/{mirror['id']}", "-u", api.user, "-s")
     assert after.body["state"] == "deleting"
-    assert curl("-X", "DELETE", f"{_mirrors_url(api, repo)}/{mirror['id']}", "-u", api.user).status == 204
+    again = curl("-X", "DELETE", f"{_mirrors_url(api, repo)}/{mirror['id']}", "-u", api.user)
+    assert again.status == 202 and again.body["repository"] == name
 
 
 def test_listing_pages_by_configured_size(serve_api, lakefs_env, client_for, config_path, unique_name) -> None:

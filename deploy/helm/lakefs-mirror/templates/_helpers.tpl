@@ -57,6 +57,9 @@ Called with (dict "value" <map> "path" <text>).
 
 {{- /* Both containers: the ConfigMap at REPLICATION_CONFIG, the secret's keys as variables of the same names. */}}
 {{- define "lakefs-mirror.containerCommon" -}}
+{{- /* (dict "root" $ "tlsSecret" NAME): NAME mounts that TLS Secret at /etc/lakefs-mirror-tls (serve only). */}}
+{{- $tls := .tlsSecret }}
+{{- with .root -}}
 image: {{ include "lakefs-mirror.image" . | quote }}
 imagePullPolicy: {{ .Values.replication.image.pullPolicy }}
 env:
@@ -90,8 +93,14 @@ volumeMounts:
   # The image's HOME, writable although the root filesystem is read-only.
   - name: home
     mountPath: /home/lakefs-mirror
+{{- if $tls }}
+  - name: tls
+    mountPath: /etc/lakefs-mirror-tls
+    readOnly: true
+{{- end }}
 {{- with .Values.replication.securityContext }}
 securityContext:
   {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end }}
 {{- end }}
