@@ -43,7 +43,7 @@ def test_deleting_a_mirror_removes_its_repository_and_record(lakefs_env, isolate
         storage_namespace=lakefs_env.region("region-b").namespace_for(name),
     )
     assert svc_b.sync(name=name)[0].ok
-    assert main(["--config", str(config_path("region-a")), "mirrors", "delete", mirror.id]) == 0
+    assert main(["--config", str(config_path("region-a")), "mirrors", "delete", mirror.id, "--yes"]) == 0
     assert main(["--config", str(config_path("region-b")), "sync", "--once"]) == 0
     # (getRepository may serve a just-deleted repository from lakeFS's cache; the listing does not.)
     assert name not in {r.id for r in svc_b.client("region-b").list_repositories()}

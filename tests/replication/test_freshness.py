@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from lakefs_mirror_devenv import Environment
 
+from lakefs_mirror_dagster.command_line import ExitCode
 from tests.cli_process import run_cli
 
 from .conftest import content, rot_at_source
@@ -68,7 +69,7 @@ def test_status_fails_only_when_a_branch_is_further_behind_than_allowed(
     assert not main["in_sync"] and main["source_commit_id"] == behind and 0 < main["behind_seconds"] < 600
 
     code, _, stderr = _status(config_path("region-b"), tmp_path, "--fail-if-lag", "0")
-    assert code == 1
+    assert code == ExitCode.STALE == 5
     [line] = stderr
     assert line.startswith("lakefs-mirror: stale: ") and f"{mirror.name} branch main" in line and behind in line
 
