@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from lakefs_mirror_dagster.cli import main
@@ -50,3 +52,38 @@ def test_deleting_a_mirror_removes_its_repository_and_record(lakefs_env, isolate
     with pytest.raises(MirrorNotFound):
         svc_b.mirrors.get_mirror(mirror.id)
     assert src.get_repository(repo).id == repo, "the source is untouched"
+
+
+def test_mirrors_create_dry_run_checks_everything_and_writes_nothing(
+    lakefs_env, config_path, service_for, unique_name, capsys
+) -> None:
+    from lakefs_mirror_dagster.command_line import ExitCode
+    from lakefs_mirror_dagster.mirrors import MirrorNotFound
+
+    svc_a = service_for("region-a")
+    src = svc_a.client("region-a")
+    repo, name = unique_name("dry"), unique_name("mirror")
+    src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
+    namespace = lakefs_env.region("region-b").namespace_for(name)
+    create = ["mirrors", "create", "--name", name, "--region", "region-b", "--storage-namespace", namespace]
+    config = ["--config", str(config_path("region-a"))]
+
+    assert main([*create, "--repository", repo, "--dry-run", *config]) == 0
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["dry_run"] and doc["would_create"]["name"] == name and doc["would_create"]["state"] == "pending"
+    assert "nothing was written" in err
+    with pytest.raises(MirrorNotFound):
+        svc_a.mirror_named(name, "region-b")
+    # Each check of a real create runs: an unknown source repository (asked of lakeFS) is refused.
+    assert main([*create, "--repository", unique_name("absent"), "--dry-run", *config]) == ExitCode.USAGE
+    assert "not found" in capsys.readouterr().err.lower()
+
+    assert main([*create, "--repository", repo, *config]) == 0  # for real
+    assert json.loads(capsys.readouterr().out)["name"] == name
+    assert svc_a.mirror_named(name, "region-b").state.value == "pending"
+    # Now the name is taken (recorded, its repository not created yet): a dry run on a free namespace says so.
+    other = lakefs_env.region("region-b").namespace_for(unique_name("other"))
+    again = [*create[:-1], other, "--repository", repo, "--dry-run", *config]
+    assert main(again) == ExitCode.USAGE
+    assert f"a mirror named {name!r} already exists in region region-b" in capsys.readouterr().err
