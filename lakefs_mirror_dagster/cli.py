@@ -89,6 +89,8 @@ def _load_service(args: argparse.Namespace) -> Any:
 
 def _sync(args: argparse.Namespace) -> int:
     config = _load_config(args)
+    if args.dry_run:
+        return _sync_dry_run(args, config)
     from .progress_display import progress_sink
     from .replication import ReplicationService, sync_woken
 
@@ -143,6 +145,47 @@ def _sync(args: argparse.Namespace) -> int:
         if session is not None:
             session.stop()
     return ExitCode.OK if ok else ExitCode.FAILED
+
+
+def _sync_dry_run(args: argparse.Namespace, config: Any) -> int:
+    """One pass planned and printed, nothing written (replication/sync_plan.py says what it covers)."""
+    from .replication import ReplicationService, plan_sync
+
+    if args.spark or args.max_passes:
+        given = "--spark" if args.spark else "--max-passes"
+        print(f"lakefs-mirror: sync --dry-run plans one pass and copies nothing: {given} has no use", file=sys.stderr)
+        return ExitCode.USAGE
+    service = ReplicationService(config)
+    try:
+        plans = plan_sync(service, name=args.mirror, branches=args.branch)
+    finally:
+        service.close()
+    if args.mirror and not plans:
+        print(f"lakefs-mirror: no mirror named {args.mirror!r} in region {service.config.region}", file=sys.stderr)
+        return ExitCode.USAGE
+    for plan in plans:
+        print(json.dumps(plan.to_json()) if args.json else format_sync_plan(plan), flush=True)
+    return ExitCode.FAILED if any(p.error for p in plans) else ExitCode.OK
+
+
+def format_sync_plan(plan: Any) -> str:
+    """A mirror's planned pass: its repository, then one line per ref that would change."""
+    repository = {
+        "create": "would create the mirror repository",
+        "delete": "would delete the mirror (repository and record)",
+        "exists": "mirror repository exists",
+    }[plan.repository]
+    lines = [f"mirror {plan.mirror} <- {plan.source_repository} (dry run): {repository}"]
+    if plan.error:
+        lines.append(f"  ! would not be synced: {plan.error}")
+    for ref in plan.refs:
+        target = {"delete": "", "create": f" at {ref.source_commit[:12]}"}.get(
+            ref.action, f" {(ref.mirror_commit or '')[:12]} -> {(ref.source_commit or '')[:12]}"
+        )
+        lines.append(f"  {ref.kind:6} {ref.name:24} would {ref.action}{target}")
+    if plan.repository != "delete" and not plan.error:
+        lines.append(f"  {len(plan.refs)} ref(s) to change, {plan.unchanged} unchanged")
+    return "\n".join(lines)
 
 
 #: Exit statuses of a ``sync`` stopped by a signal (the shell's convention: 128 + the signal's number).
@@ -520,6 +563,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="auto: a live display on a terminal, else a line to stderr every --progress-every seconds",
     )
     sync.add_argument("--progress-every", type=float, default=10.0, help="seconds between progress lines (10)")
+    sync.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="one pass planned, nothing written: which mirror repositories and which branches and tags would be "
+        "created, moved or deleted (the ref level: object counts are only known by copying)",
+    )
     sync.set_defaults(func=_sync)
 
     scrub = sub.add_parser("scrub", help="re-read a mirror's bytes at rest, check them, repair from the source")
