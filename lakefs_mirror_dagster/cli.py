@@ -103,6 +103,12 @@ def _sync(args: argparse.Namespace) -> int:
         service: ReplicationService = SparkTransferService(config, session)
     else:
         service = ReplicationService(config)
+    if args.mirror:
+        try:
+            args.mirror = _mirror_of_this_region(service, args.mirror)
+        except BaseException:
+            service.close()
+            raise
     display = contextlib.ExitStack()  # the live display ends with the command, whatever happens
     _stop_on_signals(display)
     sink = display.enter_context(progress_sink(args.progress, json_output=args.json, every_s=args.progress_every))
@@ -260,7 +266,8 @@ def _gc(args: argparse.Namespace) -> int:
 
     service = _load_service(args)
     try:
-        results = run_gc_deletions(service, name=args.mirror, dry_run=args.dry_run)
+        name = _mirror_of_this_region(service, args.mirror) if args.mirror else None
+        results = run_gc_deletions(service, name=name, dry_run=args.dry_run)
     finally:
         service.close()
     if args.mirror and not results:
@@ -372,6 +379,11 @@ def _mirrors_delete(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _mirror_of_this_region(service: Any, value: str) -> str:
+    """The name of this region's mirror named ``value`` by name or id (what the engine's calls take)."""
+    return str(resolve_mirror(service, value, region=service.config.region).name)
+
+
 def _describe_delete(args: argparse.Namespace) -> str:
     """Names the mirror the user meant (resolved now, so the question shows its name, region and id)."""
     service = _load_service(args)
@@ -396,7 +408,7 @@ def _scrub(args: argparse.Namespace) -> int:
         return 2
     service = _load_service(args)
     try:
-        report = service.scrubber(args.mirror).scrub(
+        report = service.scrubber(_mirror_of_this_region(service, args.mirror)).scrub(
             branches=args.branch or None, sample=args.sample, part=part, repair=not args.no_repair
         )
     finally:
@@ -422,6 +434,7 @@ def _status(args: argparse.Namespace) -> int:
 
     service = _load_service(args)
     try:
+        args.mirror = _mirror_of_this_region(service, args.mirror) if args.mirror else None
         # Only with --recent is Dagster's event log read (importing Dagster takes seconds), and only where there is
         # an instance: the mirrors database alone answers everything else, --fail-if-lag included.
         recent = args.recent if args.recent > 0 and _dagster_history_available() else 0
@@ -546,7 +559,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser)
 
     sync = sub.add_parser("sync", help="replicate this region's mirrors (no Dagster needed)")
-    sync.add_argument("--mirror", help="only the mirror with this name")
+    sync.add_argument("--mirror", help="only this mirror (name or id)")
     sync.add_argument("--branch", action="append", default=[], help="only these branches (repeatable)")
     sync.add_argument("--once", action="store_true", help="one pass, then exit (default: poll forever)")
     sync.add_argument("--max-passes", type=int, default=0, help="stop after this many passes")
@@ -572,7 +585,7 @@ def build_parser() -> argparse.ArgumentParser:
     sync.set_defaults(func=_sync)
 
     scrub = sub.add_parser("scrub", help="re-read a mirror's bytes at rest, check them, repair from the source")
-    scrub.add_argument("mirror", help="the mirror's name (a mirror of this region)")
+    scrub.add_argument("mirror", help="the mirror's name or id (a mirror of this region)")
     scrub.add_argument("--branch", action="append", default=[], help="only these branches (default: all refs)")
     scrub.add_argument("--sample", type=float, default=1.0, help="fraction of the objects to read (0 < F <= 1)")
     scrub.add_argument("--part", help="only slice K of N of the ranges, as K/N (e.g. 3/24 each hour)")
@@ -585,7 +598,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="delete from this region's mirrors the objects garbage collection deleted at their sources "
         "(once missing for garbage_collection.grace_period)",
     )
-    gc.add_argument("--mirror", help="only the mirror with this name")
+    gc.add_argument("--mirror", help="only this mirror (name or id)")
     gc.add_argument("--dry-run", action="store_true", help="list what would be deleted; change nothing")
     gc.add_argument("--json", action="store_true", help="one JSON document per mirror")
     gc.set_defaults(func=_gc)
@@ -640,7 +653,7 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser(
         "status", help="mirror heads, lag, syncs in flight and recent promotions (Dagster event log)"
     )
-    status.add_argument("--mirror", help="only this mirror")
+    status.add_argument("--mirror", help="only this mirror (name or id)")
     status.add_argument("--recent", type=int, default=5, help="how many promotions per branch")
     status.add_argument("--json", action="store_true", help="one JSON document (heads, lag, in_flight, promotions)")
     status.add_argument(

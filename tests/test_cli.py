@@ -101,7 +101,7 @@ def test_gc_of_an_unknown_mirror_or_with_a_bad_grace_period_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["--config", _gc_config(tmp_path), "gc", "--mirror", "nope", "--dry-run"]) == 2
-    assert "no mirror named 'nope'" in capsys.readouterr().err
+    assert "no mirror with the name or id 'nope' in region us-east-1" in capsys.readouterr().err
     bad = _gc_config(tmp_path, garbage_collection={"grace_period": "-1h"})
     assert main(["--config", bad, "gc", "--yes"]) == ExitCode.CONFIG
     assert "garbage_collection.grace_period" in capsys.readouterr().err

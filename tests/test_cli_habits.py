@@ -132,6 +132,10 @@ def test_a_mirror_is_named_by_name_or_id_and_an_ambiguous_name_is_refused(tmp_pa
     by_id = run_cli("mirrors", "get", east.id, "--json", "--config", config, cwd=tmp_path)
     assert by_name.returncode == by_id.returncode == 0, (by_name.stderr, by_id.stderr)
     assert json.loads(by_name.stdout)["id"] == json.loads(by_id.stdout)["id"] == east.id
+    # Also where a command takes a mirror of this region (status reads only the mirrors database).
+    for value in ("sales-mirror", east.id):
+        done = run_cli("status", "--mirror", value, "--json", "--recent", "0", "--config", config, cwd=tmp_path)
+        assert [m["name"] for m in json.loads(done.stdout)] == ["sales-mirror"], done.stderr
     unknown = run_cli("mirrors", "get", "nope", "--config", config, cwd=tmp_path)
     assert "no mirror with the name or id 'nope'" in _one_line_error(unknown, ExitCode.USAGE)
     # The same name in a second region: the name alone no longer says which.

@@ -12,7 +12,7 @@ __all__ = ["resolve_mirror"]
 
 
 def resolve_mirror(service: ReplicationService, value: str, *, region: str | None = None) -> Mirror:
-    """This organisation's mirror whose id or name is ``value`` (names only in ``region``, when given).
+    """This organisation's mirror whose id or name is ``value`` (only mirrors of ``region``, when given).
 
     A name is unique per destination region; the same name in two regions, or a name that is another
     mirror's id, is refused (``MirrorNotFound``) with the candidates' regions and ids rather than guessed."""
@@ -21,7 +21,8 @@ def resolve_mirror(service: ReplicationService, value: str, *, region: str | Non
     candidates: dict[str, Mirror] = {}
     try:
         by_id = service.get_mirror(value)
-        candidates[by_id.id] = by_id
+        if region is None or by_id.destination_region == region:
+            candidates[by_id.id] = by_id
     except MirrorNotFound:
         pass
     filters = {"destination_region": region} if region else {}
