@@ -163,7 +163,8 @@ def _sync_dry_run(args: argparse.Namespace, config: Any) -> int:
         return ExitCode.USAGE
     service = ReplicationService(config)
     try:
-        plans = plan_sync(service, name=args.mirror, branches=args.branch)
+        name = _mirror_of_this_region(service, args.mirror) if args.mirror else None
+        plans = plan_sync(service, name=name, branches=args.branch)
     finally:
         service.close()
     if args.mirror and not plans:

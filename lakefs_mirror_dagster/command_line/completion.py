@@ -8,7 +8,7 @@ import argparse
 __all__ = ["SHELLS", "complete_if_asked", "completion_script"]
 
 #: The shells ``argcomplete`` writes registration scripts for.
-SHELLS = ("bash", "zsh", "fish", "tcsh")
+SHELLS = ("bash", "zsh", "fish")
 
 
 def completion_script(shell: str, program: str = "lakefs-mirror") -> str:
