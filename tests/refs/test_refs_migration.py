@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from lakefs_mirror_dagster.cli import main as cli_main
+from lakefs_mirror_dagster.command_line import ExitCode
 from lakefs_mirror_dagster.lakefs import LakeFSNotFound
 from lakefs_mirror_dagster.refs import RefsError, load_manifest
 
@@ -70,7 +72,12 @@ def test_dump_and_restore_on_the_same_store_without_copy(
     expected = populate(client, repo)
     before = snapshot(client, repo)
 
-    assert run_cli(config_path("region-b"), "refs", "dump", repo, "--rm", "--output-dir", str(tmp_path)) == 0
+    # Through the real entry point, which asks before --rm deletes: no terminal here, so --yes says it.
+    dump = ["--config", str(config_path("region-b")), "refs", "dump", repo, "--rm", "--output-dir", str(tmp_path)]
+    assert cli_main(dump) == ExitCode.USAGE
+    assert "pass --yes" in capsys.readouterr().err
+    assert client.get_repository(repo).id == repo  # refused: nothing removed
+    assert cli_main([*dump, "--yes"]) == 0
     with pytest.raises(LakeFSNotFound):
         client.get_repository(repo)
     # A dry run checks the manifest and lakeFS, says what it would do, and restores nothing.
