@@ -45,7 +45,8 @@ def _devenv() -> Any:
     except ModuleNotFoundError as exc:
         if exc.name != "lakefs_mirror_devenv":
             raise
-        raise SystemExit(_NO_DEVENV) from exc
+        print(_NO_DEVENV, file=sys.stderr)
+        raise SystemExit(ExitCode.USAGE) from exc
     return lakefs_mirror_devenv
 
 

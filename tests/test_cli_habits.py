@@ -267,3 +267,15 @@ def test_bash_completion_script_completes_subcommands(tmp_path: Path) -> None:
     assert complete("lakefs-mirror mir") == ["mirrors"]
     assert set(complete("lakefs-mirror mirrors ")) >= {"create", "list", "get", "delete", "promote", "reverse"}
     assert "--fail-if-lag" in complete("lakefs-mirror status --fail")
+
+
+def test_dev_commands_without_the_development_environment_say_where_to_run_them(tmp_path: Path) -> None:
+    """As in a runtime install (the wheel has no lakefs_mirror_devenv): one line, status 2."""
+    blocked = (
+        "import sys; sys.modules['lakefs_mirror_devenv'] = None; from lakefs_mirror_dagster.cli import main; "
+        "sys.exit(main(['dev', 'devenv', 'status', '--state-dir', sys.argv[1]]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", blocked, str(tmp_path)], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert "run them from a checkout: scripts/dev demo" in _one_line_error(done, ExitCode.USAGE)
