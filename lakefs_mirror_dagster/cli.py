@@ -14,11 +14,27 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main"]
+from .command_line import (
+    CliParser,
+    CommandParser,
+    ExitCode,
+    add_global_options,
+    add_yes_option,
+    confirm_destruction,
+    exit_code_for,
+    format_table,
+    log_level_override,
+    one_line,
+    resolve_mirror,
+)
+from .command_line.completion import SHELLS, complete_if_asked, completion_script
+
+__all__ = ["build_parser", "main"]
 
 _NO_DEVENV = (
-    "lakefs-mirror: the devenv and demo commands need the development environment (the lakefs-mirror-devenv "
-    "distribution, which builds lakeFS and MinIO locally); run them from a checkout: scripts/dev demo"
+    "lakefs-mirror: the dev devenv and dev demo commands need the development environment (the "
+    "lakefs-mirror-devenv distribution, which builds lakeFS and MinIO locally); run them from a checkout: "
+    "scripts/dev demo"
 )
 
 
@@ -29,7 +45,8 @@ def _devenv() -> Any:
     except ModuleNotFoundError as exc:
         if exc.name != "lakefs_mirror_devenv":
             raise
-        raise SystemExit(_NO_DEVENV) from exc
+        print(_NO_DEVENV, file=sys.stderr)
+        raise SystemExit(ExitCode.USAGE) from exc
     return lakefs_mirror_devenv
 
 
@@ -73,6 +90,8 @@ def _load_service(args: argparse.Namespace) -> Any:
 
 def _sync(args: argparse.Namespace) -> int:
     config = _load_config(args)
+    if args.dry_run:
+        return _sync_dry_run(args, config)
     from .progress_display import progress_sink
     from .replication import ReplicationService, sync_woken
 
@@ -85,6 +104,12 @@ def _sync(args: argparse.Namespace) -> int:
         service: ReplicationService = SparkTransferService(config, session)
     else:
         service = ReplicationService(config)
+    if args.mirror:
+        try:
+            args.mirror = _mirror_of_this_region(service, args.mirror)
+        except BaseException:
+            service.close()
+            raise
     display = contextlib.ExitStack()  # the live display ends with the command, whatever happens
     _stop_on_signals(display)
     sink = display.enter_context(progress_sink(args.progress, json_output=args.json, every_s=args.progress_every))
@@ -116,7 +141,7 @@ def _sync(args: argparse.Namespace) -> int:
                     f"lakefs-mirror: no mirror named {args.mirror!r} in region {config.region}",
                     file=sys.stderr,
                 )
-                return 2
+                return ExitCode.USAGE
             for result in results:
                 print(json.dumps(result.to_json()) if args.json else format_sync_result(result), flush=True)
             if full or results:
@@ -126,11 +151,53 @@ def _sync(args: argparse.Namespace) -> int:
         service.close()
         if session is not None:
             session.stop()
-    return 0 if ok else 1
+    return ExitCode.OK if ok else ExitCode.FAILED
+
+
+def _sync_dry_run(args: argparse.Namespace, config: Any) -> int:
+    """One pass planned and printed, nothing written (replication/sync_plan.py says what it covers)."""
+    from .replication import ReplicationService, plan_sync
+
+    if args.spark or args.max_passes:
+        given = "--spark" if args.spark else "--max-passes"
+        print(f"lakefs-mirror: sync --dry-run plans one pass and copies nothing: {given} has no use", file=sys.stderr)
+        return ExitCode.USAGE
+    service = ReplicationService(config)
+    try:
+        name = _mirror_of_this_region(service, args.mirror) if args.mirror else None
+        plans = plan_sync(service, name=name, branches=args.branch)
+    finally:
+        service.close()
+    if args.mirror and not plans:
+        print(f"lakefs-mirror: no mirror named {args.mirror!r} in region {service.config.region}", file=sys.stderr)
+        return ExitCode.USAGE
+    for plan in plans:
+        print(json.dumps(plan.to_json()) if args.json else format_sync_plan(plan), flush=True)
+    return ExitCode.FAILED if any(p.error for p in plans) else ExitCode.OK
+
+
+def format_sync_plan(plan: Any) -> str:
+    """A mirror's planned pass: its repository, then one line per ref that would change."""
+    repository = {
+        "create": "would create the mirror repository",
+        "delete": "would delete the mirror (repository and record)",
+        "exists": "mirror repository exists",
+    }[plan.repository]
+    lines = [f"mirror {plan.mirror} <- {plan.source_repository} (dry run): {repository}"]
+    if plan.error:
+        lines.append(f"  ! would not be synced: {plan.error}")
+    for ref in plan.refs:
+        target = {"delete": "", "create": f" at {ref.source_commit[:12]}"}.get(
+            ref.action, f" {(ref.mirror_commit or '')[:12]} -> {(ref.source_commit or '')[:12]}"
+        )
+        lines.append(f"  {ref.kind:6} {ref.name:24} would {ref.action}{target}")
+    if plan.repository != "delete" and not plan.error:
+        lines.append(f"  {len(plan.refs)} ref(s) to change, {plan.unchanged} unchanged")
+    return "\n".join(lines)
 
 
 #: Exit statuses of a ``sync`` stopped by a signal (the shell's convention: 128 + the signal's number).
-STOPPED_BY = {signal.SIGINT: 130, signal.SIGTERM: 143}
+STOPPED_BY = {signal.SIGINT: ExitCode.INTERRUPTED, signal.SIGTERM: ExitCode.TERMINATED}
 
 
 def _stop_on_signals(display: contextlib.ExitStack) -> None:
@@ -201,15 +268,16 @@ def _gc(args: argparse.Namespace) -> int:
 
     service = _load_service(args)
     try:
-        results = run_gc_deletions(service, name=args.mirror, dry_run=args.dry_run)
+        name = _mirror_of_this_region(service, args.mirror) if args.mirror else None
+        results = run_gc_deletions(service, name=name, dry_run=args.dry_run)
     finally:
         service.close()
     if args.mirror and not results:
         print(f"lakefs-mirror: no mirror named {args.mirror!r} in region {service.config.region}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     for result in results:
         print(json.dumps(result.to_json()) if args.json else format_gc_result(result), flush=True)
-    return 0 if all(r.ok for r in results) else 1
+    return ExitCode.OK if all(r.ok for r in results) else ExitCode.FAILED
 
 
 def format_gc_result(result: Any) -> str:
@@ -240,7 +308,14 @@ def _mirrors_create(args: argparse.Namespace) -> int:
             region=args.region,
             storage_namespace=args.storage_namespace,
             storage_id=args.storage_id or "",
+            dry_run=args.dry_run,
         )
+        if args.dry_run:
+            doc = {k: v for k, v in mirror.as_dict().items() if k not in ("id", "created_at", "updated_at")}
+            print(json.dumps({"dry_run": True, "would_create": doc}, indent=2))
+            hooks = f"; would commit the hook action calling {args.install_hooks}" if args.install_hooks else ""
+            print(f"lakefs-mirror: dry run: every check passed, nothing was written{hooks}", file=sys.stderr)
+            return ExitCode.OK
         print(json.dumps(mirror.as_dict(), indent=2))
         if args.install_hooks:
             from .replication import ACTION_PATH, install_hooks
@@ -263,8 +338,9 @@ def _mirrors_list(args: argparse.Namespace) -> int:
         mirrors = [m.as_dict() for m in service.iter_mirrors(**kwargs)]
     finally:
         service.close()
-    print(json.dumps(mirrors, indent=2))
-    return 0
+    columns = ("name", "region", "source_region", "source_repository", "state", "storage_id", "id")
+    print(json.dumps(mirrors, indent=2) if args.json else format_table(mirrors, columns))
+    return ExitCode.OK
 
 
 def _run_demo(args: argparse.Namespace) -> int:
@@ -277,13 +353,20 @@ def _run_demo(args: argparse.Namespace) -> int:
 def _mirrors_get(args: argparse.Namespace) -> int:
     service = _load_service(args)
     try:
-        mirror = service.get_mirror(args.mirror_id)
+        mirror = resolve_mirror(service, args.mirror)
         doc = mirror.as_dict()
         doc["branches"] = [vars(b) for b in service.mirrors.get_branches(mirror.id)]
     finally:
         service.close()
-    print(json.dumps(doc, indent=2, default=str))
-    return 0
+    if args.json:
+        print(json.dumps(doc, indent=2, default=str))
+        return ExitCode.OK
+    fields = {k: v for k, v in doc.items() if k != "branches"}
+    print("\n".join(f"{key + ':':19} {value if value not in (None, '') else '-'}" for key, value in fields.items()))
+    print()
+    columns = ("branch", "source_commit_id", "mirrored_commit_id", "lag_seconds", "promoted_at")
+    print(format_table(doc["branches"], columns))
+    return ExitCode.OK
 
 
 def _mirrors_delete(args: argparse.Namespace) -> int:
@@ -291,16 +374,33 @@ def _mirrors_delete(args: argparse.Namespace) -> int:
 
     service = _load_service(args)
     try:
-        mirror = service.mirrors.set_state(
-            service.get_mirror(args.mirror_id).id, MirrorState.DELETING, "deleted by CLI", None
-        )
+        mirror = service.mirrors.set_state(args.resolved_mirror.id, MirrorState.DELETING, "deleted by CLI", None)
     finally:
         service.close()
     print(
-        f"mirror {mirror.id} is being deleted: repository {mirror.name} in region {mirror.destination_region} "
-        "is deleted with its data on that region's next pass"
+        f"mirror {mirror.name} ({mirror.id}) is being deleted: repository {mirror.name} in region "
+        f"{mirror.destination_region} is deleted on that region's next pass (the objects in its storage "
+        "namespace stay)"
     )
-    return 0
+    return ExitCode.OK
+
+
+def _mirror_of_this_region(service: Any, value: str) -> str:
+    """The name of this region's mirror named ``value`` by name or id (what the engine's calls take)."""
+    return str(resolve_mirror(service, value, region=service.config.region).name)
+
+
+def _describe_delete(args: argparse.Namespace) -> str:
+    """Names the mirror the user meant (resolved now, so the question shows its name, region and id)."""
+    service = _load_service(args)
+    try:
+        args.resolved_mirror = mirror = resolve_mirror(service, args.mirror)
+    finally:
+        service.close()
+    return (
+        f"delete mirror {mirror.name} in region {mirror.destination_region} (id {mirror.id}) and, on its "
+        "region's next pass, its repository"
+    )
 
 
 def _scrub(args: argparse.Namespace) -> int:
@@ -314,7 +414,7 @@ def _scrub(args: argparse.Namespace) -> int:
         return 2
     service = _load_service(args)
     try:
-        report = service.scrubber(args.mirror).scrub(
+        report = service.scrubber(_mirror_of_this_region(service, args.mirror)).scrub(
             branches=args.branch or None, sample=args.sample, part=part, repair=not args.no_repair
         )
     finally:
@@ -340,6 +440,7 @@ def _status(args: argparse.Namespace) -> int:
 
     service = _load_service(args)
     try:
+        args.mirror = _mirror_of_this_region(service, args.mirror) if args.mirror else None
         # Only with --recent is Dagster's event log read (importing Dagster takes seconds), and only where there is
         # an instance: the mirrors database alone answers everything else, --fail-if-lag included.
         recent = args.recent if args.recent > 0 and _dagster_history_available() else 0
@@ -356,11 +457,11 @@ def _status(args: argparse.Namespace) -> int:
         service.close()
     print(json.dumps([m.as_dict() for m in report], indent=2, default=str) if args.json else format_status(report))
     if args.fail_if_lag is None:
-        return 0
+        return ExitCode.OK
     problems = stale(report, args.fail_if_lag)
     for line in problems:
         print(f"lakefs-mirror: stale: {line}", file=sys.stderr)
-    return 1 if problems else 0
+    return ExitCode.STALE if problems else ExitCode.OK
 
 
 def _dagster_history_available() -> bool:
@@ -409,8 +510,10 @@ def _storages_list(args: argparse.Namespace) -> int:
     from .replication import describe_storages
 
     config = _load_config(args)
-    print(json.dumps([s.as_dict() for s in describe_storages(config)], indent=2))
-    return 0
+    stores = [s.as_dict() for s in describe_storages(config)]
+    columns = ("id", "type", "description", "namespace_example")
+    print(json.dumps(stores, indent=2) if args.json else format_table(stores, columns))
+    return ExitCode.OK
 
 
 def _openapi(args: argparse.Namespace) -> int:
@@ -465,18 +568,15 @@ def version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     from .refs.cli import add_promote_command, add_refs_commands
 
-    parser = argparse.ArgumentParser(prog="lakefs-mirror", description=__doc__)
+    parser = CliParser(prog="lakefs-mirror", description=__doc__, epilog=_EPILOG)
     parser.add_argument("--version", action="version", version=f"lakefs-mirror {version()}")
-    parser.add_argument(
-        "--config",
-        type=Path,
-        default=None,
-        help="replication config YAML (default: $REPLICATION_CONFIG, or env only)",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+    add_global_options(parser, suppress=False)
+    # Every parser below is a CommandParser (argparse's default for add_parser is its parent's class): each
+    # repeats the global options, so they are accepted after the subcommand too.
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser)
 
     sync = sub.add_parser("sync", help="replicate this region's mirrors (no Dagster needed)")
-    sync.add_argument("--mirror", help="only the mirror with this name")
+    sync.add_argument("--mirror", help="only this mirror (name or id)")
     sync.add_argument("--branch", action="append", default=[], help="only these branches (repeatable)")
     sync.add_argument("--once", action="store_true", help="one pass, then exit (default: poll forever)")
     sync.add_argument("--max-passes", type=int, default=0, help="stop after this many passes")
@@ -493,10 +593,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="auto: a live display on a terminal, else a line to stderr every --progress-every seconds",
     )
     sync.add_argument("--progress-every", type=float, default=10.0, help="seconds between progress lines (10)")
+    sync.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="one pass planned, nothing written: which mirror repositories and which branches and tags would be "
+        "created, moved or deleted (the ref level: object counts are only known by copying)",
+    )
     sync.set_defaults(func=_sync)
 
     scrub = sub.add_parser("scrub", help="re-read a mirror's bytes at rest, check them, repair from the source")
-    scrub.add_argument("mirror", help="the mirror's name (a mirror of this region)")
+    scrub.add_argument("mirror", help="the mirror's name or id (a mirror of this region)")
     scrub.add_argument("--branch", action="append", default=[], help="only these branches (default: all refs)")
     scrub.add_argument("--sample", type=float, default=1.0, help="fraction of the objects to read (0 < F <= 1)")
     scrub.add_argument("--part", help="only slice K of N of the ranges, as K/N (e.g. 3/24 each hour)")
@@ -509,10 +615,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="delete from this region's mirrors the objects garbage collection deleted at their sources "
         "(once missing for garbage_collection.grace_period)",
     )
-    gc.add_argument("--mirror", help="only the mirror with this name")
+    gc.add_argument("--mirror", help="only this mirror (name or id)")
     gc.add_argument("--dry-run", action="store_true", help="list what would be deleted; change nothing")
     gc.add_argument("--json", action="store_true", help="one JSON document per mirror")
     gc.set_defaults(func=_gc)
+    add_yes_option(gc, _describe_gc)
 
     mirrors = sub.add_parser("mirrors", help="create and list mirror definitions")
     mirrors_sub = mirrors.add_subparsers(dest="mirrors_command", required=True)
@@ -529,37 +636,49 @@ def build_parser() -> argparse.ArgumentParser:
         "(serve's /service/replication/v1/hooks/lakefs) on every branch and tag change; changes the source "
         "repository (one commit), idempotent",
     )
+    create.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="run every check (regions, source repository, name, store, namespace) and print the mirror that "
+        "would be created; write nothing",
+    )
     create.set_defaults(func=_mirrors_create)
     lst = mirrors_sub.add_parser("list", help="mirror definitions (all regions)")
     lst.add_argument("--repository", help="only mirrors of this source repository")
+    lst.add_argument("--json", action="store_true", help="a JSON list of the mirrors (default: a table)")
     lst.set_defaults(func=_mirrors_list)
     get = mirrors_sub.add_parser("get", help="one mirror with its branches' state")
-    get.add_argument("mirror_id")
+    get.add_argument("mirror", help=_MIRROR_HELP)
+    get.add_argument("--json", action="store_true", help="one JSON document (default: fields, then a branch table)")
     get.set_defaults(func=_mirrors_get)
     delete = mirrors_sub.add_parser("delete", help="delete a mirror (its repository is removed by its region)")
-    delete.add_argument("mirror_id")
+    delete.add_argument("mirror", help=_MIRROR_HELP)
     delete.set_defaults(func=_mirrors_delete)
-    add_promote_command(mirrors_sub)
-    add_refs_commands(sub)
+    add_yes_option(delete, _describe_delete)
+    promote, reverse = add_promote_command(mirrors_sub)
+    add_yes_option(promote, lambda a: f"make mirror {a.name} of this region a writable repository")
+    add_yes_option(reverse, lambda a: f"make repository {a.name} of this region a read-only mirror")
+    dump, _ = add_refs_commands(sub)
+    add_yes_option(dump, _describe_dump)
 
     storages = sub.add_parser("storages", help="the stores this region is connected to (blockstores)")
     storages_sub = storages.add_subparsers(dest="storages_command", required=True)
-    storages_sub.add_parser("list", help="id, type, description and a namespace example of each store").set_defaults(
-        func=_storages_list
-    )
+    storages_list = storages_sub.add_parser("list", help="id, type, description and a namespace example of each store")
+    storages_list.add_argument("--json", action="store_true", help="a JSON list of the stores (default: a table)")
+    storages_list.set_defaults(func=_storages_list)
 
     status = sub.add_parser(
         "status", help="mirror heads, lag, syncs in flight and recent promotions (Dagster event log)"
     )
-    status.add_argument("--mirror", help="only this mirror")
+    status.add_argument("--mirror", help="only this mirror (name or id)")
     status.add_argument("--recent", type=int, default=5, help="how many promotions per branch")
     status.add_argument("--json", action="store_true", help="one JSON document (heads, lag, in_flight, promotions)")
     status.add_argument(
         "--fail-if-lag",
         type=float,
         metavar="SECONDS",
-        help="exit 1 (naming them on stderr) when a branch is further behind its source head than SECONDS, or a "
-        "mirror is failed: for cron and monitoring",
+        help=f"exit {ExitCode.STALE:d} (naming them on stderr) when a branch is further behind its source head "
+        "than SECONDS, or a mirror is failed: for cron and monitoring",
     )
     status.set_defaults(func=_status)
 
@@ -573,15 +692,6 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-cert", help="PEM certificate (chain) to serve HTTPS (default: tls.cert_file)")
     serve.add_argument("--tls-key", help="PEM private key of --tls-cert (default: tls.key_file)")
     serve.set_defaults(func=_serve)
-    openapi = sub.add_parser("openapi", help="write the REST API's OpenAPI document")
-    openapi.add_argument("path", nargs="?", default="docs/openapi.json")
-    openapi.set_defaults(func=_openapi)
-
-    demo = sub.add_parser("demo", help="two local regions, a sample repository, a mirror converging")
-    demo.add_argument("--state-dir", type=Path, default=None, help="where the demo's servers keep their data")
-    demo.add_argument("--keep", action="store_true", help="leave the servers running afterwards")
-    demo.set_defaults(func=lambda a: _run_demo(a))
-
     sst = sub.add_parser("sst", help="lakeFS range and metarange files")
     sst_sub = sst.add_subparsers(dest="sst_command", required=True)
     cat = sst_sub.add_parser("cat", help="print a file's properties, records and recomputed ID")
@@ -589,7 +699,18 @@ def build_parser() -> argparse.ArgumentParser:
     cat.add_argument("--json", action="store_true")
     cat.set_defaults(func=_sst_cat)
 
-    devenv = sub.add_parser("devenv", help="local lakeFS regions, MinIO and PostgreSQL for dev and tests")
+    dev = sub.add_parser("dev", help="developer commands: demo, devenv, openapi (not needed to run mirrors)")
+    dev_sub = dev.add_subparsers(dest="dev_command", required=True)
+    openapi = dev_sub.add_parser("openapi", help="write the REST API's OpenAPI document")
+    openapi.add_argument("path", nargs="?", default="docs/openapi.json")
+    openapi.set_defaults(func=_openapi)
+
+    demo = dev_sub.add_parser("demo", help="two local regions, a sample repository, a mirror converging")
+    demo.add_argument("--state-dir", type=Path, default=None, help="where the demo's servers keep their data")
+    demo.add_argument("--keep", action="store_true", help="leave the servers running afterwards")
+    demo.set_defaults(func=lambda a: _run_demo(a))
+
+    devenv = dev_sub.add_parser("devenv", help="local lakeFS regions, MinIO and PostgreSQL for dev and tests")
     devenv_sub = devenv.add_subparsers(dest="devenv_command", required=True)
     for name, func, helptext in (
         ("up", _devenv_up, "build (once) and start the servers"),
@@ -618,29 +739,66 @@ def build_parser() -> argparse.ArgumentParser:
                 help="also start DynamoDB Local; the region configs use it as their mirrors database",
             )
             p.add_argument("--json", action="store_true", help="print the description as JSON")
+
+    completion = sub.add_parser("completion", help="print the shell completion script (see docs/cli.md)")
+    completion.add_argument("shell", choices=SHELLS)
+    completion.set_defaults(func=_completion)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; an expected failure (any ``LakeFSMirrorError``, or an OS error such as a missing
-    file) is one line on stderr and exit status 2, never a traceback."""
+    """Run one command. An expected failure is one line on stderr and the exit status its class maps to
+    (``command_line.exit_codes``), never a traceback; a destructive command asks first (``--yes``)."""
     from .config import ConfigError
-    from .errors import LakeFSMirrorError
 
     parser = build_parser()
+    complete_if_asked(parser)
     args = parser.parse_args(argv)
+    level = log_level_override(args)
+    if level is not None:  # before any command loads its config: the command line wins over logging.level
+        from .config import LoggingConfig
+        from .logs import configure_logging, override_level
+
+        override_level(level)
+        configure_logging(LoggingConfig())
     try:
+        confirm_destruction(args)
         return int(args.func(args))
-    except (LakeFSMirrorError, OSError) as exc:
+    except Exception as exc:
+        code = exit_code_for(exc)
+        if code is None:
+            raise
         topic = "config: " if isinstance(exc, ConfigError) else ""
-        print(f"lakefs-mirror: {topic}{_one_line(exc)}", file=sys.stderr)
-        return 2
+        print(f"lakefs-mirror: {topic}{one_line(exc)}", file=sys.stderr)
+        return code
 
 
-def _one_line(exc: BaseException) -> str:
-    """The exception's message on one line (a message quoting a server's or a log's output may span several)."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return " | ".join(lines) or type(exc).__name__
+_MIRROR_HELP = "the mirror's name or id (a name held by mirrors in several regions needs the id)"
+
+_EPILOG = (
+    "Exit status: 0 ok, 1 part of the work failed, 2 usage error or refused, 3 configuration error, "
+    "4 lakeFS/database/store unavailable (retry), 5 stale (status --fail-if-lag), 130/143 stopped by "
+    "SIGINT/SIGTERM. Global options go before or after the subcommand."
+)
+
+
+def _describe_gc(args: argparse.Namespace) -> str | None:
+    if args.dry_run:
+        return None
+    which = f"mirror {args.mirror}" if args.mirror else "this region's mirrors"
+    return f"delete from {which} the objects garbage collection deleted at their sources"
+
+
+def _describe_dump(args: argparse.Namespace) -> str | None:
+    if not args.rm:
+        return None
+    which = "every writable repository" if args.all else "repositories " + ", ".join(args.repositories)
+    return f"remove the records of {which} after dumping them (data kept)"
+
+
+def _completion(args: argparse.Namespace) -> int:
+    print(completion_script(args.shell))
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -21,7 +21,15 @@ from typing import TYPE_CHECKING, Any, TextIO
 if TYPE_CHECKING:
     from .config import LoggingConfig
 
-__all__ = ["CONTEXT_FIELDS", "PACKAGE_LOGGER", "JsonLinesFormatter", "TextFormatter", "configure_logging", "log_fields"]
+__all__ = [
+    "CONTEXT_FIELDS",
+    "PACKAGE_LOGGER",
+    "JsonLinesFormatter",
+    "TextFormatter",
+    "configure_logging",
+    "log_fields",
+    "override_level",
+]
 
 PACKAGE_LOGGER = "lakefs_mirror_dagster"
 #: The context a record may carry, in the order both formats show it.
@@ -86,6 +94,20 @@ class JsonLinesFormatter(logging.Formatter):
         return json.dumps(doc, ensure_ascii=False)
 
 
+#: The level the command line asked for (``-v``/``-q``/``--log-level``); wins over ``logging.level``.
+_level_override: int | None = None
+
+
+def override_level(level: int | None) -> None:
+    """Make every later ``configure_logging`` use ``level`` instead of the config's (``None``: the config's
+    again). The CLI sets it once, before a command loads its config, whichever code path loads it."""
+    global _level_override
+    _level_override = level
+    logger = logging.getLogger(PACKAGE_LOGGER)
+    if level is not None and any(isinstance(h, _PackageHandler) for h in logger.handlers):
+        logger.setLevel(level)
+
+
 class _PackageHandler(logging.StreamHandler[TextIO]):
     """The handler ``configure_logging`` installs (its class marks it, so that a second call replaces it)."""
 
@@ -104,6 +126,6 @@ def configure_logging(settings: LoggingConfig, *, stream: TextIO | None = None) 
     handler = _PackageHandler(sys.stderr if stream is None else stream)
     handler.setFormatter(JsonLinesFormatter() if settings.format == "json" else TextFormatter())
     logger.addHandler(handler)
-    logger.setLevel(settings.python_level)
+    logger.setLevel(settings.python_level if _level_override is None else _level_override)
     logger.propagate = False
     return handler

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from lakefs_mirror_dagster.cli import main
+from lakefs_mirror_dagster.command_line import ExitCode
 from lakefs_mirror_dagster.config import dump_example_config
 from tests.cli_process import run_cli
 from tests.config.test_config import minimal
@@ -41,7 +42,7 @@ def test_sst_cat_on_a_corrupt_file_is_a_clear_error(tmp_path: Path, capsys: pyte
 def test_bad_config_names_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = tmp_path / "c.yaml"
     cfg.write_text("region: r1\norganization_id: o\nregional_endpoint: http://127.0.0.1:1\nlistn_address: x\n")
-    assert main(["--config", str(cfg), "sync", "--once"]) == 2
+    assert main(["--config", str(cfg), "sync", "--once"]) == ExitCode.CONFIG
     assert "listn_address" in capsys.readouterr().err
 
 
@@ -69,20 +70,20 @@ def _bad_policies_file(path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("command", "expected"),
+    ("command", "expected", "code"),
     [
-        (_corrupt_record_file, "record b'a': catalog.Entry: field 1 overruns"),
-        (_bad_config_value, "lakefs-mirror: config: regional_endpoint: 'ftp://127.0.0.1:1'"),
-        (_missing_file, "No such file"),
-        (_bad_policies_file, "expected a mapping with a 'policies' list"),
+        (_corrupt_record_file, "record b'a': catalog.Entry: field 1 overruns", ExitCode.USAGE),
+        (_bad_config_value, "lakefs-mirror: config: regional_endpoint: 'ftp://127.0.0.1:1'", ExitCode.CONFIG),
+        (_missing_file, "No such file", ExitCode.USAGE),
+        (_bad_policies_file, "expected a mapping with a 'policies' list", ExitCode.CONFIG),
     ],
     ids=["corrupt-record", "bad-config-value", "missing-file", "bad-policies-file"],
 )
-def test_expected_failure_is_one_line_and_status_2(
-    tmp_path: Path, command: Callable[[Path], list[str]], expected: str
+def test_expected_failure_is_one_line_and_its_status(
+    tmp_path: Path, command: Callable[[Path], list[str]], expected: str, code: int
 ) -> None:
     done = run_cli(*command(tmp_path / "input"), cwd=tmp_path)
-    assert done.returncode == 2
+    assert done.returncode == code
     assert "Traceback" not in done.stderr
     [line] = done.stderr.splitlines()
     assert line.startswith("lakefs-mirror: ") and expected in line
@@ -100,9 +101,9 @@ def test_gc_of_an_unknown_mirror_or_with_a_bad_grace_period_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["--config", _gc_config(tmp_path), "gc", "--mirror", "nope", "--dry-run"]) == 2
-    assert "no mirror named 'nope'" in capsys.readouterr().err
+    assert "no mirror with the name or id 'nope' in region us-east-1" in capsys.readouterr().err
     bad = _gc_config(tmp_path, garbage_collection={"grace_period": "-1h"})
-    assert main(["--config", bad, "gc"]) == 2
+    assert main(["--config", bad, "gc", "--yes"]) == ExitCode.CONFIG
     assert "garbage_collection.grace_period" in capsys.readouterr().err
 
 

@@ -35,6 +35,8 @@ LAYERS: dict[str, int] = {
     "demo": 7,
     # The ``dg`` registry module (entry point ``dagster_dg_cli.registry_modules``): the Components, re-exported.
     "components": 7,
+    # The command line's habits (exit codes, global options, --yes, tables, completion): only cli.py uses them.
+    "command_line": 7,
     "cli": 8,
     "__init__": 9,
     # The version string the top-level package defines (``lakefs-mirror --version`` reads it when the

@@ -71,7 +71,7 @@ def test_serve_and_openapi_without_fastapi_name_the_service_extra(
     from lakefs_mirror_dagster.cli import main
 
     _uninstall(monkeypatch, "fastapi", "uvicorn", reimported="lakefs_mirror_dagster.service")
-    assert main(["openapi", str(tmp_path / "openapi.json")]) == 2
+    assert main(["dev", "openapi", str(tmp_path / "openapi.json")]) == 2
     err = capsys.readouterr().err
     assert "pip install 'lakefs-mirror-dagster[service]'" in err and err.count("\n") == 1, err
     assert not (tmp_path / "openapi.json").exists()

@@ -1,7 +1,7 @@
 """The local multi-region environment: lakeFS, MinIO and mc built from their Go modules, PostgreSQL, DynamoDB
 Local.
 
-Shared by the tests, the demo and users (``lakefs-mirror devenv up|status|down``).
+Shared by the tests, the demo and users (``lakefs-mirror dev devenv up|status|down``).
 """
 
 from .build import cache_dir, ensure_helm_binary, ensure_lakefs_binary, ensure_mc_binary, ensure_minio_binary

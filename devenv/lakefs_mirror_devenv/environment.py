@@ -129,7 +129,7 @@ def load_environment(state_dir: Path | None = None) -> Environment:
     state_dir = state_dir or default_state_dir()
     path = state_dir / STATE_FILE
     if not path.exists():
-        raise DevenvError(f"no dev environment at {state_dir} (run `lakefs-mirror devenv up`)")
+        raise DevenvError(f"no dev environment at {state_dir} (run `lakefs-mirror dev devenv up`)")
     raw = json.loads(path.read_text())
     return Environment(
         state_dir=raw["state_dir"],

@@ -1,4 +1,4 @@
-"""``lakefs-mirror demo``: two local lakeFS regions, a sample repository, a mirror converging, the proof.
+"""``lakefs-mirror dev demo``: two local lakeFS regions, a sample repository, a mirror converging, the proof.
 
 Everything runs on this machine: lakeFS and its storage on the local blockstore, the mirrors database in a
 SQLite file. The servers are stopped at the end unless ``--keep`` is given. The console shows the demo's own
@@ -204,7 +204,7 @@ def run_demo(state_dir: Path | None = None, *, keep: bool = False) -> int:
             if keep:
                 _say(
                     f"[demo] servers left running; description: {env.state_dir}/environment.json; "
-                    "stop them with `lakefs-mirror devenv down --state-dir " + env.state_dir + "`"
+                    "stop them with `lakefs-mirror dev devenv down --state-dir " + env.state_dir + "`"
                 )
             return 0 if ok and read_only else 1
     finally:

@@ -94,6 +94,12 @@ def _refs_restore(args: argparse.Namespace) -> int:
     try:
         for m, ns, sid in plans:  # all preconditions first: a bad second manifest creates nothing
             check_restorable(client, m.with_namespace(ns) if ns else m, storage_id=sid)
+        if args.dry_run:
+            for m, ns, sid in plans:
+                copy = f", copying the data from {m.storage_namespace}" if args.copy_data else ""
+                store = f" (storage id {sid!r})" if sid else ""
+                print(f"would restore {m.name} on {ns or m.storage_namespace}{store}{copy}")
+            return 0
         for m, ns, sid in plans:
             result = migrate_repository(
                 client, m, config=config, target_namespace=ns, copy_data=args.copy_data, storage_id=sid
@@ -131,8 +137,9 @@ def _mirrors_promote(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_refs_commands(subparsers: Any) -> None:
-    """Add ``refs dump`` and ``refs restore`` to the top-level subparsers."""
+def add_refs_commands(subparsers: Any) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """Add ``refs dump`` and ``refs restore`` to the top-level subparsers; returns their parsers (``cli.py``
+    adds ``--yes`` to ``dump``, whose ``--rm`` deletes)."""
     refs = subparsers.add_parser("refs", help="dump and restore repositories' refs (store migration)")
     refs_sub = refs.add_subparsers(dest="refs_command", required=True)
 
@@ -162,7 +169,13 @@ def add_refs_commands(subparsers: Any) -> None:
         help="first copy the old namespace (data and _lakefs/) to --to-namespace, stores from the config",
     )
     restore.add_argument("--region", help="region whose lakeFS to restore into (default: the config's region)")
+    restore.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check every manifest and every precondition in lakeFS, print what would be restored; change nothing",
+    )
     restore.set_defaults(func=_refs_restore)
+    return dump, restore
 
 
 def _mirrors_reverse(args: argparse.Namespace) -> int:
@@ -189,8 +202,9 @@ def _mirrors_reverse(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_promote_command(mirrors_subparsers: Any) -> None:
-    """Add ``mirrors promote NAME`` to the ``mirrors`` subparsers."""
+def add_promote_command(mirrors_subparsers: Any) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """Add ``mirrors promote NAME`` and ``mirrors reverse NAME`` to the ``mirrors`` subparsers; returns their
+    parsers (``cli.py`` adds ``--yes`` to both)."""
     promote = mirrors_subparsers.add_parser(
         "promote", help="turn a mirror of this region into a writable repository (disaster recovery)"
     )
@@ -211,3 +225,4 @@ def add_promote_command(mirrors_subparsers: Any) -> None:
     )
     reverse.add_argument("--manifest-dir", type=Path, help="also write this repository's refs manifest here")
     reverse.set_defaults(func=_mirrors_reverse)
+    return promote, reverse

@@ -23,6 +23,7 @@ from .retry import BranchBlock, RetrySchedule, pending_block
 from .service import RETIRING, ReplicationService
 from .source import ApiObjectReader, RepositorySource, SourceReader
 from .storages import StorageDescription, describe_storages, missing_stores
+from .sync_plan import MirrorPlan, PlannedRef, plan_sync
 from .validation import RangeValidation, metadata_uri, read_metarange, validate_range
 
 __all__ = [
@@ -39,8 +40,10 @@ __all__ = [
     "GcSettings",
     "HookEvent",
     "MirrorEngine",
+    "MirrorPlan",
     "MirrorRefMoved",
     "MirrorSyncResult",
+    "PlannedRef",
     "RangeChanges",
     "RangeReads",
     "RangeSource",
@@ -71,6 +74,7 @@ __all__ = [
     "mirror_gc_deletions",
     "missing_stores",
     "pending_block",
+    "plan_sync",
     "queue_hook_event",
     "range_changes",
     "read_metarange",

@@ -203,7 +203,22 @@ class MirrorEngine:
         result.duration_seconds = time.monotonic() - started
         return result
 
-    def _branch_heads(self, named: set[str] | None) -> dict[str, tuple[str | None, str | None]]:
+    def ref_heads(
+        self, *, branches: Iterable[str] | None = None, tags: bool | None = None
+    ) -> list[tuple[RefKind, str, str | None, str | None]]:
+        """(kind, name, source commit, mirror commit) of every ref ``sync`` with these arguments would look at,
+        read from lakeFS and changing nothing (a mirror repository not created yet has no refs): what a dry
+        run reports. A ref whose two commits differ is one ``sync`` moves (or deletes, without a source)."""
+        heads = self._branch_heads(None if branches is None else set(branches), mirror_missing_ok=True)
+        found = [(RefKind.BRANCH, n, src, dst) for n, (src, dst) in heads.items()]
+        if self.settings.mirror_tags and (branches is None if tags is None else tags):
+            src_tags, dst_tags = self.tags()
+            found += [(RefKind.TAG, n, src_tags.get(n), dst_tags.get(n)) for n in sorted(src_tags.keys() | dst_tags)]
+        return found
+
+    def _branch_heads(
+        self, named: set[str] | None, *, mirror_missing_ok: bool = False
+    ) -> dict[str, tuple[str | None, str | None]]:
         """Name -> (source head, mirror head) of every branch on either side, or of the ``named`` ones that
         exist on either. A few named branches (a hook's, a retry's) are read one by one rather than listed,
         so their pass costs the same in a repository of ten branches or of ten thousand."""
@@ -218,7 +233,7 @@ class MirrorEngine:
             return {n: h for n, h in read.items() if h != (None, None)}
         page = self.settings.list_page_size
         src_branches = branch_heads(self.source.client, self.source.repository, page_size=page)
-        dst_branches = branch_heads(self.destination, self.mirror_repo, page_size=page)
+        dst_branches = branch_heads(self.destination, self.mirror_repo, page_size=page, missing_ok=mirror_missing_ok)
         everything = src_branches.keys() | dst_branches.keys()
         names = sorted(everything if named is None else everything & named)
         return {n: (src_branches.get(n), dst_branches.get(n)) for n in names}

@@ -18,6 +18,7 @@ from ..logs import log_fields
 from ..mirrors import (
     InvalidMirrorSpec,
     Mirror,
+    MirrorExists,
     MirrorNotFound,
     MirrorPage,
     MirrorsDatabase,
@@ -25,6 +26,7 @@ from ..mirrors import (
     MirrorState,
     open_mirrors_database,
 )
+from ..mirrors.inputs import mirror_row
 from ..storage import Blockstore, StoreSpec
 from .engine import EngineSettings, MirrorEngine, RangeTransferer, RangeValidator, ReplicationError
 from .namespaces import check_namespace_free, is_mirror_repository
@@ -195,8 +197,11 @@ class ReplicationService:
         storage_namespace: str,
         storage_id: str = "",
         source_region: str | None = None,
+        dry_run: bool = False,
     ) -> Mirror:
-        """Record a new mirror after checking everything it needs; on any error nothing is written.
+        """Record a new mirror after checking everything it needs; on any error nothing is written. With
+        ``dry_run`` every check runs (the mirrors database's own too) and the mirror that would be recorded is
+        returned, its id a fresh one, without writing anything.
 
         Checks: the destination region is known and reachable, the source repository exists, the mirror
         name is free there, the destination store exists, and no repository or mirror there uses the
@@ -229,15 +234,28 @@ class ReplicationService:
             # every organisation's mirrors: a namespace is storage, whoever's mirror writes to it
             mirrors=(m for m in self.mirrors.iter_mirrors(destination_region=region) if m.storage_id == storage_id),
         )
-        return self.mirrors.create_mirror(
-            organization_id=self.config.organization_id,
-            source_region=source_region,
-            source_repository=source_repository,
-            name=name,
-            destination_region=region,
-            storage_namespace=storage_namespace,
-            storage_id=storage_id,
-        )
+        spec: dict[str, Any] = {
+            "organization_id": self.config.organization_id,
+            "source_region": source_region,
+            "source_repository": source_repository,
+            "name": name,
+            "destination_region": region,
+            "storage_namespace": storage_namespace,
+            "storage_id": storage_id,
+        }
+        if dry_run:
+            return self._planned_mirror(spec)
+        return self.mirrors.create_mirror(**spec)
+
+    def _planned_mirror(self, spec: dict[str, Any]) -> Mirror:
+        """The mirror ``create_mirror`` would record: its fields checked as the database checks them, its name
+        free in its region (``MirrorExists`` otherwise)."""
+        row = mirror_row(**spec, mirror_id=None, state=MirrorState.PENDING, message="")
+        try:
+            taken = self.mirrors.get_by_name(spec["destination_region"], spec["name"])
+        except MirrorNotFound:
+            return Mirror(**{**row, "state": MirrorState.PENDING})
+        raise MirrorExists(f"a mirror named {taken.name!r} already exists in region {taken.destination_region}")
 
     def fail_storeless_mirrors(self, mirrors: Iterable[Mirror] | None = None) -> dict[str, str]:
         """Put every mirror of this region whose store is not configured into state ``failed`` with the

@@ -374,7 +374,8 @@ def _build(state: _State | None) -> FastAPI:
             )
         return {
             "message": f"mirror {mirror.id} is {state.value}: its repository {mirror.name} in region "
-            f"{mirror.destination_region} is deleted, with its data, by that region's mirrors manager on its next pass",
+            f"{mirror.destination_region} is deleted by that region's mirrors manager on its next pass (the objects in "
+            "its storage namespace stay)",
             "mirror_id": mirror.id,
             "state": state.value,
             "repository": mirror.name,

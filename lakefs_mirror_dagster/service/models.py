@@ -118,7 +118,7 @@ class MirrorDeletion(BaseModel):
     message: str
     mirror_id: str
     state: str = Field(description="deleting (or deleted, when it already was)")
-    repository: str = Field(description="The mirror repository that is deleted with its data in lakeFS")
+    repository: str = Field(description="The mirror repository that lakeFS deletes (its objects stay in the storage namespace)")
     region: str = Field(description="The region whose lakeFS holds that repository")
 
 

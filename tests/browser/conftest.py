@@ -1,6 +1,6 @@
 """Fixtures for the browser test: the demo's servers left running, Dagster's UI on them, headless Chromium.
 
-The demo runs in a subprocess (as ``lakefs-mirror demo --keep``), so its Spark session and environment
+The demo runs in a subprocess (as ``lakefs-mirror dev demo --keep``), so its Spark session and environment
 variables stay out of the test process. The webserver reads the demo's Dagster instance and the mirror
 region's replication config, exactly as an operator following the README would start it.
 """
@@ -60,13 +60,13 @@ def chromium_path() -> str:
 
 @pytest.fixture(scope="module")
 def demo_state(chromium_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoState]:
-    """``lakefs-mirror demo --keep`` in a temporary dir; its servers are stopped after the module."""
+    """``lakefs-mirror dev demo --keep`` in a temporary dir; its servers are stopped after the module."""
     state_dir = tmp_path_factory.mktemp("demo") / "state"
     log = state_dir.parent / "demo.log"
     try:
         with open(log, "wb") as out:
             done = subprocess.run(
-                [str(BIN / "lakefs-mirror"), "demo", "--state-dir", str(state_dir), "--keep"],
+                [str(BIN / "lakefs-mirror"), "dev", "demo", "--state-dir", str(state_dir), "--keep"],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

@@ -19,7 +19,7 @@ def test_demo_mirror_converges_and_cleans_up(
 ) -> None:
     # As on a machine that never ran Dagster: creating its telemetry id here would print Dagster's banner.
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "users_dagster_home"))
-    assert main(["demo", "--state-dir", str(tmp_path / "demo")]) == 0
+    assert main(["dev", "demo", "--state-dir", str(tmp_path / "demo")]) == 0
     out, err = capfd.readouterr()  # file descriptors: Spark's JVM writes to them directly
     assert "SUCCESS" in out and "DIFFERENT" not in out
     for ref in ("branch main", "branch dev", "branch experiment", "tag    v1.0", "tag    v1.1"):

@@ -15,7 +15,10 @@ from tests.cli_process import run_cli
 
 def test_up_status_down_leaves_no_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     state = tmp_path / "env"
-    assert main(["devenv", "up", "--state-dir", str(state), "--region", "one", "--region", "two=s3:m1", "--json"]) == 0
+    assert (
+        main(["dev", "devenv", "up", "--state-dir", str(state), "--region", "one", "--region", "two=s3:m1", "--json"])
+        == 0
+    )
     described = json.loads(capsys.readouterr().out)
     assert set(described["regions"]) == {"one", "two"}
     assert described["regions"]["two"]["namespace_root"] == "s3://two"
@@ -23,16 +26,16 @@ def test_up_status_down_leaves_no_process(tmp_path: Path, capsys: pytest.Capture
     assert on_disk["regions"]["one"]["endpoint"] == described["regions"]["one"]["endpoint"]
     pids = [r["pid"] for r in described["regions"].values()] + [m["pid"] for m in described["minio"].values()]
     try:
-        assert main(["devenv", "status", "--state-dir", str(state)]) == 0
+        assert main(["dev", "devenv", "status", "--state-dir", str(state)]) == 0
         status = json.loads(capsys.readouterr().out)
         assert all(r["healthy"] for r in status["regions"].values())
         # A second `up` on a running environment refuses instead of starting duplicates.
-        assert main(["devenv", "up", "--state-dir", str(state)]) == 2
+        assert main(["dev", "devenv", "up", "--state-dir", str(state)]) == 2
         assert "already running" in capsys.readouterr().err
     finally:
-        assert main(["devenv", "down", "--state-dir", str(state)]) == 0
+        assert main(["dev", "devenv", "down", "--state-dir", str(state)]) == 0
     assert not any(pid_alive(p) for p in pids)
-    assert main(["devenv", "status", "--state-dir", str(state)]) == 1
+    assert main(["dev", "devenv", "status", "--state-dir", str(state)]) == 1
 
 
 def test_bad_region_spec_is_a_clear_error() -> None:
@@ -42,7 +45,7 @@ def test_bad_region_spec_is_a_clear_error() -> None:
 
 def test_region_name_that_cannot_be_a_bucket_is_refused_before_anything_starts(tmp_path: Path) -> None:
     state = tmp_path / "env"
-    done = run_cli("devenv", "up", "--state-dir", str(state), "--region", "a=s3:m1", cwd=tmp_path)
+    done = run_cli("dev", "devenv", "up", "--state-dir", str(state), "--region", "a=s3:m1", cwd=tmp_path)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     [line] = done.stderr.splitlines()
@@ -57,7 +60,7 @@ def test_up_with_dynamodb_gives_the_regions_a_dynamodb_mirrors_database(
     from lakefs_mirror_dagster.mirrors import open_mirrors_database
 
     state = tmp_path / "env"
-    assert main(["devenv", "up", "--state-dir", str(state), "--region", "solo", "--dynamodb", "--json"]) == 0
+    assert main(["dev", "devenv", "up", "--state-dir", str(state), "--region", "solo", "--dynamodb", "--json"]) == 0
     dynamodb = json.loads(capsys.readouterr().out)["dynamodb"]
     try:
         assert dynamodb["endpoint"].startswith("http://127.0.0.1:") and pid_alive(dynamodb["pid"])
@@ -68,7 +71,7 @@ def test_up_with_dynamodb_gives_the_regions_a_dynamodb_mirrors_database(
             assert store.organization_ids() == []
             assert dynamodb["table_name"] in store.url
     finally:
-        assert main(["devenv", "down", "--state-dir", str(state)]) == 0
+        assert main(["dev", "devenv", "down", "--state-dir", str(state)]) == 0
     assert not pid_alive(dynamodb["pid"])
 
 
@@ -76,6 +79,6 @@ def test_up_refuses_two_mirrors_databases_before_starting_anything(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     state = tmp_path / "env"
-    assert main(["devenv", "up", "--state-dir", str(state), "--postgres", "--dynamodb"]) == 2
+    assert main(["dev", "devenv", "up", "--state-dir", str(state), "--postgres", "--dynamodb"]) == 2
     assert "not both" in capsys.readouterr().err
     assert not state.exists()

@@ -118,7 +118,7 @@ def _run_cli(rig: FaultRig, repo: str, mirror: str) -> list[tuple[str, str]]:
     db_url = urllib.parse.urlsplit(str(rig.env.postgres["url"] if rig.env.postgres else ""))
     bad_db = db_url._replace(netloc=f"{db_url.username}:{wrong}@{db_url.hostname}:{db_url.port}").geturl()
     runs: list[tuple[str, str, list[str], dict[str, str]]] = [
-        ("mirrors list", SRC, ["mirrors", "list", "--repository", repo], {}),
+        ("mirrors list", SRC, ["mirrors", "list", "--json", "--repository", repo], {}),
         ("sync with a wrong lakeFS secret", DST, ["sync", "--once"], {"REPLICATION_LAKEFS_SECRET_ACCESS_KEY": wrong}),
         (
             "sync with a wrong MinIO secret",
@@ -148,7 +148,7 @@ def _run_cli(rig: FaultRig, repo: str, mirror: str) -> list[tuple[str, str]]:
             assert '"logger": "lakefs_mirror_dagster.' in result.output, result.output
         if label == "mirrors list":
             [doc] = [m for m in json.loads(result.output) if m["name"] == mirror]
-            got = rig.run_cli(SRC, "mirrors", "get", doc["id"])
+            got = rig.run_cli(SRC, "mirrors", "get", "--json", doc["id"])
             outputs.append((f"CLI `mirrors get` (exit {got.returncode})", got.output))
     return outputs
 

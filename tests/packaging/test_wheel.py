@@ -106,7 +106,9 @@ def test_features_of_missing_extras_name_the_extra(
         done = run_in_venv(core_venv, "python", "-c", build, env=no_compiler_env)
         _ok(done)
         assert f"pip install 'lakefs-mirror-dagster[{extra}]'" in done.stdout, done.stdout
-    done = run_in_venv(core_venv, "lakefs-mirror", "openapi", str(tmp_path / "openapi.json"), env=no_compiler_env)
+    done = run_in_venv(
+        core_venv, "lakefs-mirror", "dev", "openapi", str(tmp_path / "openapi.json"), env=no_compiler_env
+    )
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "pip install 'lakefs-mirror-dagster[service]'" in done.stderr and "Traceback" not in done.stderr
 

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from lakefs_mirror_dagster.cli import main as cli_main
+from lakefs_mirror_dagster.command_line import ExitCode
 from lakefs_mirror_dagster.lakefs import LakeFSNotFound
 from lakefs_mirror_dagster.refs import RefsError, load_manifest
 
@@ -61,17 +63,29 @@ def test_move_from_minio_to_local_keeps_every_commit_branch_and_tag(
     assert commit.parents == (after["branches"]["main"],)
 
 
-def test_dump_and_restore_on_the_same_store_without_copy(client_for, config_path, run_cli, unique_name, tmp_path):
+def test_dump_and_restore_on_the_same_store_without_copy(
+    client_for, config_path, run_cli, unique_name, tmp_path, capsys
+):
     client = client_for("region-b")
     repo = unique_name("same")
     client.create_repository(repo, f"local://{repo}")
     expected = populate(client, repo)
     before = snapshot(client, repo)
 
-    assert run_cli(config_path("region-b"), "refs", "dump", repo, "--rm", "--output-dir", str(tmp_path)) == 0
+    # Through the real entry point, which asks before --rm deletes: no terminal here, so --yes says it.
+    dump = ["--config", str(config_path("region-b")), "refs", "dump", repo, "--rm", "--output-dir", str(tmp_path)]
+    assert cli_main(dump) == ExitCode.USAGE
+    assert "pass --yes" in capsys.readouterr().err
+    assert client.get_repository(repo).id == repo  # refused: nothing removed
+    assert cli_main([*dump, "--yes"]) == 0
     with pytest.raises(LakeFSNotFound):
         client.get_repository(repo)
-    assert run_cli(config_path("region-b"), "refs", "restore", str(tmp_path / f"{repo}_manifest.json")) == 0
+    # A dry run checks the manifest and lakeFS, says what it would do, and restores nothing.
+    manifest = str(tmp_path / f"{repo}_manifest.json")
+    assert run_cli(config_path("region-b"), "refs", "restore", manifest, "--dry-run") == 0
+    assert f"would restore {repo} on local://{repo}" in capsys.readouterr().out
+    assert repo not in {r.id for r in client.list_repositories()}
+    assert run_cli(config_path("region-b"), "refs", "restore", manifest) == 0
 
     assert snapshot(client, repo) == before
     assert read_all(client, repo, "main") == expected

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from lakefs_mirror_devenv import Environment
 
+from lakefs_mirror_dagster.command_line import ExitCode
 from tests.cli_process import run_cli
 
 from .conftest import content, rot_at_source
@@ -46,6 +47,9 @@ def test_status_fails_only_when_a_branch_is_further_behind_than_allowed(
     code, branches, stderr = _status(config_path("region-b"), tmp_path, "--fail-if-lag", "0")
     assert code == 0, stderr
     assert branches["main"]["in_sync"] and branches["main"]["behind_seconds"] == 0
+    # With the Dagster instance read too (its event log, empty here, gives the promotions): the same verdict.
+    done = run_cli("--config", str(config_path("region-b")), "status", "--fail-if-lag", "0", cwd=tmp_path)
+    assert done.returncode == 0 and "no Dagster instance" not in done.stderr, done.stderr
 
     # Where cron runs it there may be no Dagster instance: the lag is still judged, the promotions are left out.
     monkeypatch.delenv("DAGSTER_HOME")
@@ -68,7 +72,13 @@ def test_status_fails_only_when_a_branch_is_further_behind_than_allowed(
     assert not main["in_sync"] and main["source_commit_id"] == behind and 0 < main["behind_seconds"] < 600
 
     code, _, stderr = _status(config_path("region-b"), tmp_path, "--fail-if-lag", "0")
-    assert code == 1
+    assert code == ExitCode.STALE == 5
+    with_dagster = run_cli("--config", str(config_path("region-b")), "status", "--fail-if-lag", "0", cwd=tmp_path)
+    assert with_dagster.returncode == ExitCode.STALE and "Traceback" not in with_dagster.stderr
+    monkeypatch.delenv("DAGSTER_HOME")
+    without = run_cli("--config", str(config_path("region-b")), "status", "--fail-if-lag", "0", cwd=tmp_path)
+    assert without.returncode == ExitCode.STALE and "no Dagster instance" in without.stderr
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
     [line] = stderr
     assert line.startswith("lakefs-mirror: stale: ") and f"{mirror.name} branch main" in line and behind in line
 

@@ -34,7 +34,7 @@ def case(lakefs_env: Environment, config_path, tmp_path: Path, unique_name) -> I
 def _gc(case: GcCase, cwd: Path, *extra: str, code: int = 0, capsys: Any = None) -> dict[str, dict[str, Any]]:
     """Mirror name -> its JSON document, from one ``gc`` run (exit status ``code``): as a user runs it (a process of
     its own), or in this process when ``capsys`` is given (no interpreter start: seconds less)."""
-    args = ("--config", str(case.config_path), "gc", "--json", *extra)
+    args = ("--config", str(case.config_path), "gc", "--json", "--yes", *extra)  # gc deletes: --yes
     if capsys is None:
         done = run_cli(*args, cwd=cwd)
         returncode, out, err = done.returncode, done.stdout, done.stderr

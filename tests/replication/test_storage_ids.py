@@ -51,7 +51,7 @@ def test_storages_are_listed_with_ids_types_and_namespace_examples(
     config_path: Callable[[str], Path], tmp_path: Path
 ) -> None:
     path = _multi_store_config(config_path("region-b"), tmp_path, with_archive=True)
-    done = _cli("--config", str(path), "storages", "list")
+    done = _cli("--config", str(path), "storages", "list", "--json")
     assert done.returncode == 0, done.stderr
     listed = json.loads(done.stdout)
     assert [(s["id"], s["type"], s["backward_compatible"]) for s in listed] == [
@@ -61,9 +61,13 @@ def test_storages_are_listed_with_ids_types_and_namespace_examples(
     assert listed[1]["description"] == "cold copies"
     assert listed[1]["namespace_example"] == f"local://{tmp_path / 'archive'}/<repository>"
     # A single blockstore is the store with id "".
-    single = json.loads(_cli("--config", str(config_path("region-a")), "storages", "list").stdout)
+    single = json.loads(_cli("--config", str(config_path("region-a")), "storages", "list", "--json").stdout)
     assert [(s["id"], s["type"]) for s in single] == [("", "s3")]
     assert single[0]["namespace_example"].startswith("s3://")
+    # For people, without --json (the option may also come before the subcommand): a table, a row per store.
+    table = _cli("--config", str(path), "storages", "list").stdout.splitlines()
+    assert table[0].split() == ["ID", "TYPE", "DESCRIPTION", "NAMESPACE", "EXAMPLE"]
+    assert table[2].split()[:4] == ["archive", "local", "cold", "copies"] and len(table) == 3
 
 
 def test_a_mirror_whose_store_was_removed_fails_alone_and_the_region_goes_on(

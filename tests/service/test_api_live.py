@@ -82,7 +82,7 @@ def test_reference_commands_create_list_get_delete(api, lakefs_env, client_for, 
     assert api.service.mirrors.get_mirror(mirror["id"]).state == "active"
 
     deleted = curl("-X", "DELETE", f"{_mirrors_url(api, repo)}/{mirror['id']}", "-u", api.user)
-    # accepted, naming the repository that the mirror's region deletes with its data
+    # accepted, naming the repository that the mirror's region deletes
     assert deleted.status == 202, deleted.body
     assert (deleted.body["repository"], deleted.body["region"], deleted.body["state"]) == (name, "region-b", "deleting")
     assert f"repository {name} in region region-b is deleted" in deleted.body["message"]
