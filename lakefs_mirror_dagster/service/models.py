@@ -118,7 +118,7 @@ class MirrorDeletion(BaseModel):
     message: str
     mirror_id: str
     state: str = Field(description="deleting (or deleted, when it already was)")
-    repository: str = Field(description="The mirror repository that lakeFS deletes (its objects stay in the storage namespace)")
+    repository: str = Field(description="The mirror repository lakeFS deletes (its objects stay in the namespace)")
     region: str = Field(description="The region whose lakeFS holds that repository")
 
 
