@@ -146,6 +146,14 @@ class Toxiproxy:
     def toxics(self, proxy: str) -> list[dict[str, Any]]:
         return list(self.request("GET", f"/proxies/{proxy}/toxics") or [])
 
+    def reshape(self, proxy: str, link: LinkSpec) -> None:
+        """Replace the link toxics of ``proxy`` by ``link``'s (a benchmark moving from 0 to 200 ms, a test
+        dropping the rate); other toxics stay."""
+        for toxic in self.toxics(proxy):
+            if str(toxic["name"]).startswith("link-"):
+                self.remove_toxic(proxy, toxic["name"])
+        self.shape(proxy, link)
+
     def shape(self, proxy: str, link: LinkSpec) -> None:
         """The link's latency and bandwidth toxics on ``proxy``, both directions (named ``link-*``)."""
         for stream in ("upstream", "downstream"):
