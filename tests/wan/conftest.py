@@ -40,4 +40,4 @@ def link(wan_rig: FaultRig) -> Iterator[LinkFaults]:
         yield faults
     finally:
         faults.heal()
-        faults.reshape(faults.spec)
+        faults.reshape(parse_link_spec(LINK))

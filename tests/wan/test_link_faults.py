@@ -11,6 +11,7 @@ left in flight.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -31,9 +32,8 @@ TRIAL_RTT_MS = 20.0
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_fault_trials_over_the_link(wan_rig: FaultRig, link: LinkFaults, kind: str) -> None:
-    from dataclasses import replace
-
-    link.reshape(replace(link.spec, rtt_ms=TRIAL_RTT_MS, jitter_ms=2.0))
+    link.spec = replace(link.spec, rtt_ms=TRIAL_RTT_MS, jitter_ms=2.0)  # what heal() restores, too
+    link.reshape(link.spec)
     results = []
     for trial in range(TRIALS):
         result = run_trial(wan_rig, link, kind, fault_s=FAULT_S)
