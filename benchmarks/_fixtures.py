@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import yaml
 from _spark import local_spark
-from lakefs_mirror_devenv import Environment, LakeFSRegion, MinioInstance, RegionSpec, environment_up
+from lakefs_mirror_devenv import Environment, LakeFSRegion, LinkSpec, MinioInstance, RegionSpec, environment_up
 from lakefs_mirror_devenv.environment import stop_environment
 
 from lakefs_mirror_dagster.config import load_config
@@ -138,13 +138,16 @@ def format_rate(nbytes: int, seconds: float) -> str:
 
 
 @contextlib.contextmanager
-def bench_environment(regions: tuple[RegionSpec, ...] = BENCH_REGIONS, *, keep: bool = False) -> Iterator[Environment]:
-    """lakeFS regions and MinIO servers in a temp dir; stopped and removed at the end, also on failure."""
+def bench_environment(
+    regions: tuple[RegionSpec, ...] = BENCH_REGIONS, *, keep: bool = False, links: tuple[LinkSpec, ...] = ()
+) -> Iterator[Environment]:
+    """lakeFS regions and MinIO servers in a temp dir; stopped and removed at the end, also on failure.
+    ``links``: Toxiproxy links between regions (``devenv up --link``; ``benchmarks/wan.py``)."""
     state_dir = Path(tempfile.mkdtemp(prefix="lakefs-mirror-bench-"))
     env: Environment | None = None
     try:
         started = time.monotonic()
-        env = environment_up(state_dir / "env", regions)
+        env = environment_up(state_dir / "env", regions, links=links)
         print(
             f"[env] {len(env.regions)} lakeFS regions, {len(env.minio)} MinIO servers up in "
             f"{time.monotonic() - started:.1f}s ({state_dir})",
@@ -550,10 +553,12 @@ def _proc_cpu_seconds(pid: int) -> float:
 
 
 def server_cpu(env: Environment) -> dict[str, float]:
-    """CPU seconds used so far by each server of ``env`` (``lakefs:<region>``, ``minio:<name>``); the
+    """CPU seconds used so far by each server of ``env`` (``lakefs:<region>``, ``minio:<name>``, ``toxiproxy``); the
     difference of two readings says which server a step kept busy."""
     cpu = {f"lakefs:{name}": _proc_cpu_seconds(r.pid) for name, r in env.regions.items()}
     cpu.update({f"minio:{name}": _proc_cpu_seconds(m.pid) for name, m in env.minio.items()})
+    if env.toxiproxy is not None:  # the link's proxy (benchmarks/wan.py): its own CPU beside the figures
+        cpu["toxiproxy"] = _proc_cpu_seconds(env.toxiproxy.pid)
     return cpu
 
 

@@ -53,7 +53,10 @@ def _devenv() -> Any:
 def _devenv_up(args: argparse.Namespace) -> int:
     devenv = _devenv()
     regions = tuple(devenv.parse_region_spec(r) for r in args.region) if args.region else devenv.DEFAULT_REGIONS
-    env = devenv.environment_up(args.state_dir, regions, with_postgres=args.postgres, with_dynamodb=args.dynamodb)
+    links = tuple(devenv.parse_link_spec(link) for link in args.link)
+    env = devenv.environment_up(
+        args.state_dir, regions, with_postgres=args.postgres, with_dynamodb=args.dynamodb, links=links
+    )
     print(json.dumps(env.to_json(), indent=2) if args.json else _describe(env.to_json()))
     return 0
 
@@ -63,6 +66,7 @@ def _devenv_status(args: argparse.Namespace) -> int:
     print(json.dumps(report, indent=2))
     healthy = all(r["alive"] and r["healthy"] for r in report["regions"].values())
     healthy = healthy and all(m["alive"] and m["healthy"] for m in report["minio"].values())
+    healthy = healthy and report.get("toxiproxy", {"alive": True})["alive"]
     return 0 if healthy else 1
 
 
@@ -547,6 +551,13 @@ def _describe(env: dict[str, Any]) -> str:
     if env.get("dynamodb"):
         d = env["dynamodb"]
         lines.append(f"  dynamodb local: {d['endpoint']}  table {d['table_name']}  (the regions' mirrors database)")
+    for link in env.get("links") or []:
+        proxies = env["toxiproxy"]["proxies"]
+        through = ", ".join(f"{what} via {proxies[name]}" for what, name in link["proxies"].items())
+        lines.append(
+            f"  link {link['src']}->{link['dst']}: rtt {link['rtt_ms']:g}ms jitter {link['jitter_ms']:g}ms "
+            f"rate {link['rate_bits'] / 1e6:g}Mbit/s ({through}; Toxiproxy API {env['toxiproxy']['api']})"
+        )
     lines.append(f"  description: {env['state_dir']}/environment.json")
     return "\n".join(lines)
 
@@ -737,6 +748,14 @@ def build_parser() -> argparse.ArgumentParser:
                 "--dynamodb",
                 action="store_true",
                 help="also start DynamoDB Local; the region configs use it as their mirrors database",
+            )
+            p.add_argument(
+                "--link",
+                action="append",
+                default=[],
+                metavar="SRC->DST:rtt=80ms,jitter=5ms,rate=200Mbit",
+                help="put what DST's sync reads from SRC behind Toxiproxy with that latency and bandwidth "
+                "(repeatable; docs/wan.md)",
             )
             p.add_argument("--json", action="store_true", help="print the description as JSON")
 

@@ -30,6 +30,8 @@ from .versions import (
     MIN_GO_VERSION,
     MINIO_MODULE,
     MINIO_VERSION,
+    TOXIPROXY_MODULE,
+    TOXIPROXY_VERSION,
 )
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "ensure_lakefs_binary",
     "ensure_mc_binary",
     "ensure_minio_binary",
+    "ensure_toxiproxy_binaries",
     "executable_from_env",
     "go_install_binary",
     "go_version",
@@ -126,10 +129,35 @@ def ensure_helm_binary() -> Path:
     )
 
 
-def go_install_binary(module: str, version: str, binary: str, *, override_var: str, what: str) -> Path:
+def ensure_toxiproxy_binaries() -> tuple[Path, Path]:
+    """Paths of the pinned Toxiproxy server and its CLI, ``go install``-ed on first use (``$TOXIPROXY_BIN`` and
+    ``$TOXIPROXY_CLI_BIN`` win): ``devenv up --link`` and tests/wan put a region's traffic behind its proxies."""
+    server = go_install_binary(
+        f"{TOXIPROXY_MODULE}/cmd/server",
+        TOXIPROXY_VERSION,
+        "toxiproxy-server",
+        override_var="TOXIPROXY_BIN",
+        what=f"Toxiproxy {TOXIPROXY_VERSION}",
+        installed_as="server",
+    )
+    cli = go_install_binary(
+        f"{TOXIPROXY_MODULE}/cmd/cli",
+        TOXIPROXY_VERSION,
+        "toxiproxy-cli",
+        override_var="TOXIPROXY_CLI_BIN",
+        what=f"the Toxiproxy CLI {TOXIPROXY_VERSION}",
+        installed_as="cli",
+    )
+    return server, cli
+
+
+def go_install_binary(
+    module: str, version: str, binary: str, *, override_var: str, what: str, installed_as: str | None = None
+) -> Path:
     """A pinned ``go install``-ed binary in the cache, built once under a lock and renamed into place whole.
 
-    ``$<override_var>`` names an existing executable to use instead.
+    ``$<override_var>`` names an existing executable to use instead. ``installed_as``: the name ``go install``
+    gives it (the package directory's, e.g. ``server``) when that is not ``binary``.
     """
     override = os.environ.get(override_var)
     if override:
@@ -148,7 +176,7 @@ def go_install_binary(module: str, version: str, binary: str, *, override_var: s
         try:
             _run_go(["go", "install", f"{module}@{version}"], cwd=staging, what=what, extra_env={"GOBIN": str(staging)})
             target_dir.mkdir(parents=True, exist_ok=True)
-            (staging / binary).replace(target)
+            (staging / (installed_as or binary)).replace(target)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return target

@@ -14,7 +14,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
-from .build import ensure_helm_binary, ensure_lakefs_binary, ensure_mc_binary, ensure_minio_binary
+from .build import (
+    ensure_helm_binary,
+    ensure_lakefs_binary,
+    ensure_mc_binary,
+    ensure_minio_binary,
+    ensure_toxiproxy_binaries,
+)
 from .environment import DEFAULT_REGIONS, RegionSpec
 from .processes import DevenvError
 
@@ -28,6 +34,8 @@ BUILDERS: dict[str, Callable[[], Path]] = {
     "mc": ensure_mc_binary,
     # Helm: the chart tests (tests/deploy) lint and render deploy/helm with it.
     "Helm": ensure_helm_binary,
+    # Toxiproxy (server and CLI): tests/wan run syncs over a simulated link through it.
+    "Toxiproxy": lambda: ensure_toxiproxy_binaries()[0],
 }
 
 

@@ -16,11 +16,12 @@ import shutil
 import signal
 import time
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .build import cache_dir
+from .link import LinkSpec, Toxiproxy, start_toxiproxy
 from .processes import DevenvError, pid_alive, stop_pid
 from .servers import LakeFSRegion, MinioInstance, start_lakefs, start_minio
 
@@ -88,6 +89,9 @@ class Environment:
     postgres: dict[str, Any] | None = None
     #: DynamoDB Local, when started for the mirrors database: endpoint, pid and table name.
     dynamodb: dict[str, Any] | None = None
+    #: Toxiproxy, when ``up`` was given links; ``links`` records each link and the names of its proxies.
+    toxiproxy: Toxiproxy | None = None
+    links: list[dict[str, Any]] = field(default_factory=list)
 
     def region(self, name: str) -> LakeFSRegion:
         try:
@@ -102,6 +106,8 @@ class Environment:
             "minio": {k: vars(v) for k, v in self.minio.items()},
             "postgres": self.postgres,
             "dynamodb": self.dynamodb,
+            "toxiproxy": self.toxiproxy.to_json() if self.toxiproxy else None,
+            "links": self.links,
         }
 
     def save(self) -> Path:
@@ -117,7 +123,14 @@ class Environment:
         for server in (self.postgres, self.dynamodb):
             if server and server.get("pid"):
                 pids.append(int(server["pid"]))
+        if self.toxiproxy:
+            pids.append(self.toxiproxy.pid)
         return pids
+
+    def link_into(self, region: str) -> dict[str, Any] | None:
+        """The link whose destination is ``region`` (at most one: a region's sync reads from one source per
+        link), or None."""
+        return next((link for link in self.links if link["dst"] == region), None)
 
 
 def default_state_dir() -> Path:
@@ -137,6 +150,8 @@ def load_environment(state_dir: Path | None = None) -> Environment:
         minio={k: MinioInstance(**v) for k, v in raw["minio"].items()},
         postgres=raw.get("postgres"),
         dynamodb=raw.get("dynamodb"),
+        toxiproxy=Toxiproxy(**raw["toxiproxy"]) if raw.get("toxiproxy") else None,
+        links=raw.get("links") or [],
     )
 
 
@@ -147,9 +162,12 @@ def environment_up(
     with_postgres: bool = False,
     with_dynamodb: bool = False,
     fresh: bool = True,
+    links: tuple[LinkSpec, ...] = (),
 ) -> Environment:
     """Start MinIO servers, lakeFS regions (and optionally PostgreSQL or DynamoDB Local, which the regions'
     replication configs then use as their mirrors database); write the state file.
+
+    ``links``: put what each link's destination reads from its source behind Toxiproxy (see ``link.py``).
 
     If anything fails half-way, what was already started is stopped again before the error propagates.
     """
@@ -162,12 +180,16 @@ def environment_up(
             raise DevenvError(f"a dev environment is already running at {state_dir}; run `devenv down` first")
     if len({r.name for r in regions}) != len(regions):
         raise DevenvError("region names must be unique")
+    _check_links(links, regions)
     if fresh and state_dir.exists():
         shutil.rmtree(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     env = Environment(state_dir=str(state_dir))
     auth_secret = secrets.token_hex(16)  # one organisation: every region's lakeFS has the same key
     try:
+        if links:
+            env.toxiproxy = start_toxiproxy(state_dir / "toxiproxy")
+            env.save()
         for spec in regions:
             minio = None
             if spec.minio is not None:
@@ -176,9 +198,22 @@ def environment_up(
                     minio = start_minio(spec.minio, state_dir / "minio" / spec.minio)
                     env.minio[spec.minio] = minio
                     env.save()
+            link = next((lk for lk in links if lk.src == spec.name), None)
+            store_proxy = None
+            if link is not None and minio is not None:
+                assert env.toxiproxy is not None
+                store_proxy = env.toxiproxy.add_proxy(f"{spec.name}-store", _host_port(minio.endpoint))
+                env.toxiproxy.shape(f"{spec.name}-store", link)
             env.regions[spec.name] = start_lakefs(
-                spec.name, state_dir / "regions" / spec.name, minio=minio, auth_secret=auth_secret
+                spec.name,
+                state_dir / "regions" / spec.name,
+                minio=minio,
+                auth_secret=auth_secret,
+                pre_signed_endpoint=f"http://{store_proxy}" if store_proxy else None,
             )
+            env.save()
+        for link in links:
+            env.links.append(_link_proxies(env, link))
             env.save()
         if with_postgres:
             from .postgres import PostgresServer
@@ -202,6 +237,42 @@ def environment_up(
     return env
 
 
+def _check_links(links: tuple[LinkSpec, ...], regions: tuple[RegionSpec, ...]) -> None:
+    """Refuse, before anything starts, links naming unknown regions, two links into one region, two links out
+    of one region, or ``source_stores`` from a region on the local blockstore (a directory, not a network)."""
+    by_name = {r.name: r for r in regions}
+    for link in links:
+        for end in (link.src, link.dst):
+            if end not in by_name:
+                raise DevenvError(f"link {link.src}->{link.dst}: no region {end!r} (have {sorted(by_name)})")
+        if link.source_stores and by_name[link.src].minio is None:
+            raise DevenvError(
+                f"link {link.src}->{link.dst}: source_stores=on needs {link.src} on MinIO (NAME=s3:MINIO); "
+                "a local blockstore is a directory, which no link can slow down"
+            )
+    for end in ("src", "dst"):
+        names = [getattr(link, end) for link in links]
+        if len(set(names)) != len(names):
+            raise DevenvError(f"at most one link per {'source' if end == 'src' else 'destination'} region")
+
+
+def _host_port(endpoint: str) -> str:
+    return endpoint.split("://", 1)[-1].rstrip("/")
+
+
+def _link_proxies(env: Environment, link: LinkSpec) -> dict[str, Any]:
+    """The source lakeFS's proxy of ``link`` (the store's was made before its lakeFS started); its record."""
+    assert env.toxiproxy is not None
+    src = env.region(link.src)
+    lakefs_proxy = f"{link.src}-lakefs"
+    env.toxiproxy.add_proxy(lakefs_proxy, _host_port(src.endpoint))
+    env.toxiproxy.shape(lakefs_proxy, link)
+    proxies = {"lakefs": lakefs_proxy}
+    if f"{link.src}-store" in env.toxiproxy.proxies:
+        proxies["store"] = f"{link.src}-store"
+    return {**asdict(link), "proxies": proxies}
+
+
 def environment_status(state_dir: Path | None = None) -> dict[str, Any]:
     """Health of every recorded server: pid alive and, for lakeFS, ``/_health`` answering."""
     env = load_environment(state_dir)
@@ -223,6 +294,13 @@ def environment_status(state_dir: Path | None = None) -> dict[str, Any]:
         }
     if env.postgres:
         report["postgres"] = {"pid": env.postgres["pid"], "alive": pid_alive(int(env.postgres["pid"]))}
+    if env.toxiproxy:
+        report["toxiproxy"] = {
+            "api": env.toxiproxy.api,
+            "pid": env.toxiproxy.pid,
+            "alive": pid_alive(env.toxiproxy.pid),
+            "proxies": env.toxiproxy.proxies,
+        }
     if env.dynamodb:
         report["dynamodb"] = {
             "endpoint": env.dynamodb["endpoint"],

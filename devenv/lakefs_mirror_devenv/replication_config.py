@@ -3,7 +3,9 @@
 Every region gets ``replication-<region>.yaml`` in the state dir: its own lakeFS as ``regional_endpoint``,
 the others in ``dst_endpoints``, its blockstore exactly as its lakeFS has it, the admin credentials of each
 region, and one mirrors database shared by all regions (a SQLite file by default, PostgreSQL or DynamoDB
-Local if the environment runs one).
+Local if the environment runs one). A region at the end of a link (``devenv up --link SRC->DST:...``) reaches
+its link's source through the link's proxies: ``dst_endpoints`` names the source lakeFS's proxy, and with
+``source_stores=on`` ``source_stores`` names the source store's.
 """
 
 from __future__ import annotations
@@ -44,11 +46,21 @@ def replication_config_dict(env: Environment, region: str, *, mirrors_url: str |
         database = {"type": "dynamodb", "dynamodb": dynamodb_local_settings(env.dynamodb)}
     else:
         database = {"type": "sqlite", "sqlite": {"path": str(Path(env.state_dir) / "mirrors.db")}}
-    return {
+    endpoints = {name: r.endpoint for name, r in others.items()}
+    source_stores: dict[str, Any] = {}
+    link = env.link_into(region)
+    if link is not None and env.toxiproxy is not None:
+        proxies = env.toxiproxy.proxies
+        endpoints[link["src"]] = f"http://{proxies[link['proxies']['lakefs']]}"
+        if link["source_stores"]:
+            src_store = env.region(link["src"]).blockstore
+            store_url = f"http://{proxies[link['proxies']['store']]}"
+            source_stores[link["src"]] = {**src_store, "s3": {**src_store["s3"], "endpoint": store_url}}
+    config: dict[str, Any] = {
         "region": region,
         "organization_id": "devenv",
         "regional_endpoint": me.endpoint,
-        "dst_endpoints": {name: r.endpoint for name, r in others.items()},
+        "dst_endpoints": endpoints,
         "mirrors_database": database,
         "blockstore": me.blockstore,
         "auth": {"encrypt": {"secret_key": me.auth_secret_key}},
@@ -65,6 +77,9 @@ def replication_config_dict(env: Environment, region: str, *, mirrors_url: str |
         "validator": {"run_interval": "2s", "cooldown_on_missing": "0s", "cooldown_on_error": "0s"},
         "spark": {"master": "local[2]"},
     }
+    if source_stores:
+        config["source_stores"] = source_stores
+    return config
 
 
 def write_replication_configs(env: Environment, *, mirrors_url: str | None = None) -> dict[str, Path]:

@@ -170,11 +170,13 @@ def start_lakefs(
     minio: MinioInstance | None = None,
     auth_secret: str | None = None,
     admin_keys: tuple[str, str] | None = None,
+    pre_signed_endpoint: str | None = None,
 ) -> LakeFSRegion:
     """Start one lakeFS with local KV, its own cache dir, and either a local or a MinIO blockstore.
 
     Admin credentials are created headlessly through lakeFS's installation settings (local KV only): fresh ones,
     or ``admin_keys`` (access key id, secret), so several regions can share one user's keys.
+    ``pre_signed_endpoint``: the address lakeFS's presigned URLs name instead of MinIO's (a link's proxy).
     """
     base_dir.mkdir(parents=True, exist_ok=True)
     if minio is None:
@@ -202,15 +204,17 @@ def start_lakefs(
         minio=minio.name if minio else None,
         auth_secret=auth_secret,
         admin_keys=admin_keys,
+        lakefs_settings={"pre_signed_endpoint": pre_signed_endpoint} if pre_signed_endpoint else None,
     )
 
 
-def _lakefs_blockstore(blockstore: dict[str, Any]) -> dict[str, Any]:
+def _lakefs_blockstore(blockstore: dict[str, Any], settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """lakeFS's own section for ``blockstore`` (the replication config's shape): on S3, lakeFS is told not to look
-    up each bucket's region (MinIO has one), a lakeFS setting that the replication config refuses."""
+    up each bucket's region (MinIO has one), a lakeFS setting that the replication config refuses; ``settings``
+    are more such lakeFS-only S3 settings (``pre_signed_endpoint``)."""
     if blockstore.get("type") != "s3":
         return blockstore
-    return {**blockstore, "s3": {**blockstore.get("s3", {}), "discover_bucket_region": False}}
+    return {**blockstore, "s3": {**blockstore.get("s3", {}), "discover_bucket_region": False, **(settings or {})}}
 
 
 def start_lakefs_on(
@@ -223,6 +227,7 @@ def start_lakefs_on(
     auth_secret: str | None = None,
     database: dict[str, Any] | None = None,
     admin_keys: tuple[str, str] | None = None,
+    lakefs_settings: dict[str, Any] | None = None,
 ) -> LakeFSRegion:
     """Start one lakeFS with local KV on ``blockstore`` (lakeFS's own section), stopped again if it never answers.
 
@@ -241,7 +246,7 @@ def start_lakefs_on(
         "logging": {"level": "INFO", "format": "text", "output": str(base_dir / "lakefs.log")},
         "database": database or {"type": "local", "local": {"path": str(base_dir / "metadata")}},
         "committed": {"local_cache": {"dir": str(base_dir / "cache")}},
-        "blockstore": _lakefs_blockstore(blockstore),
+        "blockstore": _lakefs_blockstore(blockstore, lakefs_settings),
         "auth": {"encrypt": {"secret_key": auth_secret}},
         "installation": {
             "user_name": "admin",

@@ -15,6 +15,10 @@ MC_VERSION = "v0.0.0-20250313080218-cf909e1063a9"
 # Helm renders and lints the chart in deploy/helm (tests/deploy); v3, whose chart format the chart uses.
 HELM_MODULE = "helm.sh/helm/v3"
 HELM_VERSION = "v3.22.0"
+# Toxiproxy puts a region's traffic behind a simulated link (latency, jitter, bandwidth, resets):
+# `devenv up --link` and tests/wan. Its server and CLI, from the module's cmd/server and cmd/cli.
+TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2"
+TOXIPROXY_VERSION = "v2.12.0"
 # lakeFS's go.mod requires at least this Go; older toolchains would try to download a newer one.
 MIN_GO_VERSION = (1, 26, 4)
 
@@ -28,4 +32,6 @@ __all__ = [
     "MINIO_MODULE",
     "MINIO_VERSION",
     "MIN_GO_VERSION",
+    "TOXIPROXY_MODULE",
+    "TOXIPROXY_VERSION",
 ]

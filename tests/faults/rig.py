@@ -57,6 +57,10 @@ for line in sys.stdin:
             code = exc.code if isinstance(exc.code, int) else 1
         except BaseException:
             traceback.print_exc()
+        # What the process's atexit handler does at a normal exit, which os._exit skips: remove its records of
+        # refs in flight (a SIGKILLed child never gets here, and leaves stale ones, as a real process would).
+        from lakefs_mirror_dagster.replication.in_flight import clear_in_flight_records
+        clear_in_flight_records()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
@@ -202,6 +206,9 @@ class FaultRig:
 
     env: Environment
     outputs: list[tuple[str, str]] = field(default_factory=list)
+    #: The source and destination regions (tests/wan runs the same rig over a simulated link between others).
+    src: str = SRC
+    dst: str = DST
     _services: dict[str, ReplicationService] = field(default_factory=dict)
     _clients: dict[str, LakeFSClient] = field(default_factory=dict)
     _zygote: SyncZygote | None = None
@@ -234,12 +241,14 @@ class FaultRig:
     def new_pair(self, prefix: str) -> MirrorPair:
         """A fresh source repository (empty ``main``) and its mirror definition in the destination region."""
         repo, mirror = f"{prefix}-{uuid.uuid4().hex[:8]}", f"{prefix}-m-{uuid.uuid4().hex[:8]}"
-        src, dst = self.client(SRC), self.client(DST)
-        src_ns = self.env.region(SRC).namespace_for(repo)
-        dst_ns = self.env.region(DST).namespace_for(mirror)
+        src, dst = self.client(self.src), self.client(self.dst)
+        src_ns = self.env.region(self.src).namespace_for(repo)
+        dst_ns = self.env.region(self.dst).namespace_for(mirror)
         src.create_repository(repo, src_ns)
-        self.service(SRC).create_mirror(source_repository=repo, name=mirror, region=DST, storage_namespace=dst_ns)
-        return MirrorPair(repo, mirror, src, dst, self.store(SRC), src_ns, self.store(DST), dst_ns)
+        self.service(self.src).create_mirror(
+            source_repository=repo, name=mirror, region=self.dst, storage_namespace=dst_ns
+        )
+        return MirrorPair(repo, mirror, src, dst, self.store(self.src), src_ns, self.store(self.dst), dst_ns)
 
     def zygote(self) -> SyncZygote:
         if self._zygote is None:
@@ -261,7 +270,7 @@ class FaultRig:
     ) -> None:
         """Start `lakefs-mirror --config <destination region> sync --once --mirror <mirror>`; see ``sync_result``."""
         env = {"LAKEFS_MIRROR_FAILPOINT": failpoint or "", **(extra_env or {})}
-        argv = ["--config", str(self.config_path(DST)), "sync", "--once", "--mirror", mirror]
+        argv = ["--config", str(self.config_path(self.dst)), "sync", "--once", "--mirror", mirror]
         self.zygote().start(
             argv, env=env, kill_after=kill_after, timeout_s=timeout_s, label=label or f"sync {mirror}",
             copy_delay=copy_delay,
