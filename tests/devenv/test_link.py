@@ -67,7 +67,7 @@ def test_up_refuses_a_bad_link_before_anything_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...], says: str
 ) -> None:
     state = tmp_path / "env"
-    assert main(["devenv", "up", "--state-dir", str(state), *args]) == 2
+    assert main(["dev", "devenv", "up", "--state-dir", str(state), *args]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert says in line, line
     assert not state.exists()
@@ -86,7 +86,19 @@ def test_up_with_a_link_routes_the_destination_through_shaped_proxies(
 ) -> None:
     state = tmp_path / "env"
     link = "src->dst:rtt=80ms,jitter=5ms,rate=200Mbit,source_stores=on"
-    up = ["devenv", "up", "--state-dir", str(state), "--region", "src=s3:ma", "--region", "dst=s3:mb", "--link", link]
+    up = [
+        "dev",
+        "devenv",
+        "up",
+        "--state-dir",
+        str(state),
+        "--region",
+        "src=s3:ma",
+        "--region",
+        "dst=s3:mb",
+        "--link",
+        link,
+    ]
     assert main([*up, "--json"]) == 0
     env = json.loads(capsys.readouterr().out)
     toxiproxy = env["toxiproxy"]
@@ -127,8 +139,8 @@ def test_up_with_a_link_routes_the_destination_through_shaped_proxies(
         finally:
             client.close()
         capsys.readouterr()
-        assert main(["devenv", "status", "--state-dir", str(state)]) == 0
+        assert main(["dev", "devenv", "status", "--state-dir", str(state)]) == 0
         assert json.loads(capsys.readouterr().out)["toxiproxy"]["alive"]
     finally:
-        assert main(["devenv", "down", "--state-dir", str(state)]) == 0
+        assert main(["dev", "devenv", "down", "--state-dir", str(state)]) == 0
     assert not pid_alive(toxiproxy["pid"])
