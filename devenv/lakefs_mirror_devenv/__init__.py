@@ -4,7 +4,15 @@ Local.
 Shared by the tests, the demo and users (``lakefs-mirror devenv up|status|down``).
 """
 
-from .build import cache_dir, ensure_helm_binary, ensure_lakefs_binary, ensure_mc_binary, ensure_minio_binary
+from .build import (
+    cache_dir,
+    ensure_helm_binary,
+    ensure_lakefs_binary,
+    ensure_mc_binary,
+    ensure_minio_binary,
+    ensure_prometheus_binary,
+    ensure_promtool_binary,
+)
 from .environment import (
     DEFAULT_REGIONS,
     DEVENV_TABLE,
@@ -21,7 +29,7 @@ from .environment import (
 from .processes import DevenvError
 from .restart import restart_server, start_server, stop_server
 from .servers import LakeFSRegion, MinioInstance, start_lakefs, start_minio
-from .versions import HELM_VERSION, LAKEFS_VERSION, MC_VERSION, MINIO_VERSION
+from .versions import HELM_VERSION, LAKEFS_VERSION, MC_VERSION, MINIO_VERSION, PROMETHEUS_VERSION
 
 __all__ = [
     "DEFAULT_REGIONS",
@@ -30,6 +38,7 @@ __all__ = [
     "LAKEFS_VERSION",
     "MC_VERSION",
     "MINIO_VERSION",
+    "PROMETHEUS_VERSION",
     "DevenvError",
     "Environment",
     "LakeFSRegion",
@@ -41,6 +50,8 @@ __all__ = [
     "ensure_lakefs_binary",
     "ensure_mc_binary",
     "ensure_minio_binary",
+    "ensure_prometheus_binary",
+    "ensure_promtool_binary",
     "environment_down",
     "environment_status",
     "environment_up",

@@ -30,6 +30,8 @@ from .versions import (
     MIN_GO_VERSION,
     MINIO_MODULE,
     MINIO_VERSION,
+    PROMETHEUS_MODULE,
+    PROMETHEUS_VERSION,
 )
 
 __all__ = [
@@ -38,6 +40,8 @@ __all__ = [
     "ensure_lakefs_binary",
     "ensure_mc_binary",
     "ensure_minio_binary",
+    "ensure_prometheus_binary",
+    "ensure_promtool_binary",
     "executable_from_env",
     "go_install_binary",
     "go_version",
@@ -123,6 +127,29 @@ def ensure_helm_binary() -> Path:
     lint and render deploy/helm with it, and no Helm release is downloadable here but its Go module."""
     return go_install_binary(
         f"{HELM_MODULE}/cmd/helm", HELM_VERSION, "helm", override_var="HELM_BIN", what=f"Helm {HELM_VERSION}"
+    )
+
+
+def ensure_prometheus_binary() -> Path:
+    """Path of the pinned Prometheus server, ``go install``-ed on first use (``$PROMETHEUS_BIN`` wins): the metrics
+    tests scrape the service with it and read the results back through its HTTP API (no web UI assets needed)."""
+    return go_install_binary(
+        f"{PROMETHEUS_MODULE}/cmd/prometheus",
+        PROMETHEUS_VERSION,
+        "prometheus",
+        override_var="PROMETHEUS_BIN",
+        what=f"Prometheus {PROMETHEUS_VERSION}",
+    )
+
+
+def ensure_promtool_binary() -> Path:
+    """Path of the pinned ``promtool`` (``$PROMTOOL_BIN`` wins): tests/deploy checks and unit-tests the alert rules."""
+    return go_install_binary(
+        f"{PROMETHEUS_MODULE}/cmd/promtool",
+        PROMETHEUS_VERSION,
+        "promtool",
+        override_var="PROMTOOL_BIN",
+        what=f"promtool {PROMETHEUS_VERSION}",
     )
 
 

@@ -14,7 +14,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
-from .build import ensure_helm_binary, ensure_lakefs_binary, ensure_mc_binary, ensure_minio_binary
+from .build import (
+    ensure_helm_binary,
+    ensure_lakefs_binary,
+    ensure_mc_binary,
+    ensure_minio_binary,
+    ensure_prometheus_binary,
+    ensure_promtool_binary,
+)
 from .environment import DEFAULT_REGIONS, RegionSpec
 from .processes import DevenvError
 
@@ -28,6 +35,9 @@ BUILDERS: dict[str, Callable[[], Path]] = {
     "mc": ensure_mc_binary,
     # Helm: the chart tests (tests/deploy) lint and render deploy/helm with it.
     "Helm": ensure_helm_binary,
+    # Prometheus scrapes the service in tests/metrics; promtool checks deploy/prometheus's alert rules.
+    "Prometheus": ensure_prometheus_binary,
+    "promtool": ensure_promtool_binary,
 }
 
 

@@ -15,6 +15,10 @@ MC_VERSION = "v0.0.0-20250313080218-cf909e1063a9"
 # Helm renders and lints the chart in deploy/helm (tests/deploy); v3, whose chart format the chart uses.
 HELM_MODULE = "helm.sh/helm/v3"
 HELM_VERSION = "v3.22.0"
+# Prometheus and promtool (tests/deploy checks the alert rules; tests/metrics scrapes the service): the Go module's
+# v0.3XX.Y tags are Prometheus 3.XX.Y (its VERSION file at v0.316.0 says 3.16.0).
+PROMETHEUS_MODULE = "github.com/prometheus/prometheus"
+PROMETHEUS_VERSION = "v0.316.0"
 # lakeFS's go.mod requires at least this Go; older toolchains would try to download a newer one.
 MIN_GO_VERSION = (1, 26, 4)
 
@@ -28,4 +32,6 @@ __all__ = [
     "MINIO_MODULE",
     "MINIO_VERSION",
     "MIN_GO_VERSION",
+    "PROMETHEUS_MODULE",
+    "PROMETHEUS_VERSION",
 ]

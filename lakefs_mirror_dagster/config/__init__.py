@@ -36,6 +36,7 @@ from .sections import (
     LakeFSCredentials,
     LakeFSFrontConfig,
     LoggingConfig,
+    MetricsConfig,
     MirrorsManagerConfig,
     SparkConfig,
     TransferConfig,
@@ -53,7 +54,7 @@ from .stores import (
     StoreConfig,
     StoreSettings,
 )
-from .values import ByteSize, Secret, format_duration, parse_byte_size, parse_duration
+from .values import ByteSize, Secret, format_duration, parse_byte_size, parse_duration, parse_listen_address
 
 __all__ = [
     "CONFIG_PATH_ENV",
@@ -78,6 +79,7 @@ __all__ = [
     "LakeFSFrontConfig",
     "LocalSettings",
     "LoggingConfig",
+    "MetricsConfig",
     "MirrorsDatabaseConfig",
     "MirrorsManagerConfig",
     "PostgresSettings",
@@ -97,5 +99,6 @@ __all__ = [
     "parse_byte_size",
     "parse_config",
     "parse_duration",
+    "parse_listen_address",
     "parse_store",
 ]

@@ -42,6 +42,7 @@ from . import rbac
 from .auth import Authenticator, Identity, lakefs_verifier
 from .hooks import add_hooks_route
 from .lakefs_front import LakeFSFront
+from .metrics_route import add_metrics_route
 from .models import REPOSITORY_NAME, ErrorBody, MirrorBody, MirrorCreation, MirrorList, StorageList
 
 __all__ = ["API_PREFIX", "ApiError", "create_app", "mirror_json", "openapi_document", "write_openapi"]
@@ -354,6 +355,7 @@ def _build(state: _State | None) -> FastAPI:
         return {"results": [s.as_dict() for s in describe_storages(st.service.config)]}
 
     add_hooks_route(app, _state, ERRORS)
+    add_metrics_route(app, _state)
 
     original_openapi = app.openapi
 
