@@ -16,7 +16,19 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_demo_builds_lakefs_only_and_the_tests_everything() -> None:
     assert builds_for("demo") == ("lakeFS",)
-    assert builds_for("test") == builds_for("setup") == tuple(BUILDERS) == ("lakeFS", "MinIO", "mc", "Helm")
+    assert (
+        builds_for("test")
+        == builds_for("setup")
+        == tuple(BUILDERS)
+        == (
+            "lakeFS",
+            "MinIO",
+            "mc",
+            "Helm",
+            "Prometheus",
+            "promtool",
+        )
+    )
     assert builds_for_regions((RegionSpec("one"), RegionSpec("two", "s3:m"))) == ("lakeFS", "MinIO")
     with pytest.raises(DevenvError, match="unknown scripts/dev command"):
         builds_for("shell")
