@@ -176,6 +176,8 @@ def test_prometheus_sees_the_lag_rise_and_come_back_and_the_copies_counted(
             assert prom.query("sum(lakefs_mirror_store_request_duration_seconds_count)")[""] > 0
             assert prom.query("sum(lakefs_mirror_lakefs_request_duration_seconds_count)")[""] > 0
             assert not prom.query('ALERTS{alertstate="firing"}')
+            with urllib.request.urlopen(f"http://127.0.0.1:{sync_port}/metrics", timeout=10) as resp:
+                (tmp_path / "sync-scrape.txt").write_bytes(resp.read())  # left for a look (docs/metrics.md's sample)
     finally:
         release.touch()
     for log in ("serve.log", "sync.log"):
