@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["RequestObserver", "add_request_observer", "observing", "remove_request_observer", "timed"]
+__all__ = ["Request", "RequestObserver", "add_request_observer", "observing", "remove_request_observer", "timed"]
 
 #: ``(system, operation, ok, seconds)``: one finished request.
 RequestObserver = Callable[[str, str, bool, float], None]
@@ -41,18 +41,31 @@ def observing() -> bool:
     return bool(_observers)
 
 
+class Request:
+    """One timed request. ``failed`` left None: it failed when an exception left the block. A caller sets it
+    when it knows better: an error answer that is an answer (404 for an object that is not there) is no failure,
+    a 5xx answer returned without an exception is one."""
+
+    __slots__ = ("failed",)
+
+    def __init__(self) -> None:
+        self.failed: bool | None = None
+
+
 @contextmanager
-def timed(system: str, operation: str) -> Iterator[None]:
-    """Time the block as one request of ``system``; an exception leaving it marks the request failed."""
+def timed(system: str, operation: str) -> Iterator[Request]:
+    """Time the block as one request of ``system`` and tell the observers, if any."""
+    request = Request()
     if not _observers:
-        yield
+        yield request
         return
     start = time.perf_counter()
-    ok = False
+    raised = True
     try:
-        yield
-        ok = True
+        yield request
+        raised = False
     finally:
         seconds = time.perf_counter() - start
+        ok = not (raised if request.failed is None else request.failed)
         for observer in list(_observers):
             observer(system, operation, ok, seconds)

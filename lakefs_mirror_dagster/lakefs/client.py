@@ -87,8 +87,12 @@ class LakeFSClient:
         operation = _operation(fn)
         for attempt in range(1, attempts + 1):
             try:
-                with timed("lakefs", operation):  # each attempt is a request of its own
-                    return fn(*args, **kwargs)
+                with timed("lakefs", operation) as request:  # each attempt is a request of its own
+                    try:
+                        return fn(*args, **kwargs)
+                    except ApiException as exc:
+                        request.failed = _failed_status(exc.status)
+                        raise
             except ApiException as exc:
                 err = error_for_status(exc.status or 0, exc.body, endpoint=self.endpoint, what=what)
             except _RETRYABLE_TRANSPORT as exc:
@@ -359,10 +363,11 @@ class LakeFSClient:
             headers["Content-Type"] = content_type
         url = f"{self.endpoint}/api/v1{path}?{urllib.parse.urlencode(query)}"
         try:
-            with timed("lakefs", operation):
+            with timed("lakefs", operation) as request:
                 resp = self._api.rest_client.pool_manager.request(
                     method, url, body=body, headers=headers, timeout=self._timeout_s, preload_content=False
                 )
+                request.failed = _failed_status(resp.status)
         except _RETRYABLE_TRANSPORT as exc:
             raise LakeFSUnavailable(
                 f"{what}: lakeFS at {self.endpoint} unreachable: {type(exc).__name__}", endpoint=self.endpoint
@@ -381,6 +386,11 @@ class LakeFSClient:
             if not page.pagination.has_more:
                 return
             after = page.pagination.next_offset
+
+
+def _failed_status(status: int | None) -> bool:
+    """Whether an answer means the request failed (none, 429, 5xx), as opposed to an answer such as a 404."""
+    return not status or status == 429 or status >= 500
 
 
 def _operation(fn: Callable[..., Any]) -> str:

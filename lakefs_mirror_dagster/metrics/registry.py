@@ -3,7 +3,14 @@ loop, its pass counters."""
 
 from __future__ import annotations
 
-from prometheus_client import CONTENT_TYPE_LATEST, GCCollector, PlatformCollector, ProcessCollector, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    disable_created_metrics,
+    generate_latest,
+)
 from prometheus_client.registry import CollectorRegistry
 
 from ..replication import ReplicationService
@@ -21,6 +28,7 @@ def metrics_registry(service: ReplicationService, *, sync: SyncMetrics | None = 
     """A registry of its own (never the library's global one, so two in one process never clash) with the status
     of ``service``'s mirrors, this process's request histograms and figures (CPU, memory, GC), and ``sync``'s
     counters when given."""
+    disable_created_metrics()  # no ``*_created`` series: a timestamp per counter that nothing here reads
     registry = CollectorRegistry(auto_describe=True)
     ProcessCollector(registry=registry)
     PlatformCollector(registry=registry)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, ClassVar, Protocol
 
 from ..observe import observing, timed
-from .errors import StorageError
+from .errors import ObjectNotFound, StorageError
 
 __all__ = ["Blockstore", "ObjectInfo", "ObjectStat", "ReadableStream"]
 
@@ -57,6 +57,8 @@ class Blockstore(ABC):
     schemes: ClassVar[frozenset[str]] = frozenset()
     #: Buffer size for streamed reads and local writes; bounds memory per transfer.
     chunk_size: int = 8 * 1024 * 1024
+    #: The store type its timed requests are reported under (``store_label``); "" for the class's name.
+    metrics_label: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Every store's requests are timed for ``observe``'s hooks, whichever class implements them: the methods
@@ -169,8 +171,9 @@ _inside = _Inside()
 
 
 def store_label(store: Blockstore) -> str:
-    """The store type a timed request is reported under: ``s3``, ``gcs``, ``azure``, ``local``, ..."""
-    return type(store).__name__.removesuffix("Blockstore").lower() or "store"
+    """The store type a timed request is reported under: ``s3``, ``gcs``, ``azure``, ``local``, ... (a class's
+    ``metrics_label`` when it sets one)."""
+    return store.metrics_label or type(store).__name__.removesuffix("Blockstore").lower() or "store"
 
 
 def _timed_method(method: Callable[..., Any], operation: str) -> Callable[..., Any]:
@@ -200,8 +203,12 @@ def _timed_method(method: Callable[..., Any], operation: str) -> Callable[..., A
             return method(self, *args, **kwargs)
         _inside.depth = 1
         try:
-            with timed(store_label(self), operation):
-                return method(self, *args, **kwargs)
+            with timed(store_label(self), operation) as request:
+                try:
+                    return method(self, *args, **kwargs)
+                except ObjectNotFound:
+                    request.failed = False  # an answer: nothing there
+                    raise
         finally:
             _inside.depth = 0
 

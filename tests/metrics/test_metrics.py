@@ -22,7 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 
 from lakefs_mirror_dagster.config import parse_config
-from lakefs_mirror_dagster.lakefs.client import _operation
+from lakefs_mirror_dagster.lakefs.client import _failed_status, _operation
 from lakefs_mirror_dagster.metrics import SyncMetrics, request_metrics
 from lakefs_mirror_dagster.mirrors import MirrorState
 from lakefs_mirror_dagster.replication import (
@@ -36,7 +36,7 @@ from lakefs_mirror_dagster.replication import (
     TransferStats,
 )
 from lakefs_mirror_dagster.service import create_app, running_server
-from lakefs_mirror_dagster.storage.errors import ObjectNotFound
+from lakefs_mirror_dagster.storage.errors import ObjectNotFound, StorageError
 from lakefs_mirror_dagster.storage.local import LocalBlockstore
 from tests.cli_process import run_cli
 from tests.config.test_config import minimal
@@ -205,9 +205,13 @@ def test_store_requests_are_timed_by_operation_once_each_and_never_by_key(tmp_pa
     assert [i.size for i in store.list_prefix("local://bucket/secret-key/")] == [10]
     with pytest.raises(ObjectNotFound):
         store.read_bytes("local://bucket/secret-key/missing.bin")
+    put_failures = failures("put")
+    with pytest.raises(StorageError):  # a file where the key needs a directory: the write fails
+        store.write_bytes("local://bucket/secret-key/object.bin/below", b"y")
     store.delete("local://bucket/secret-key/object.bin")
-    assert {op: count(op) - before[op] for op in before} == {"put": 1, "head": 1, "get": 2, "list": 1, "delete": 1}
-    assert failures("get") - missing_before == 1
+    assert {op: count(op) - before[op] for op in before} == {"put": 2, "head": 1, "get": 2, "list": 1, "delete": 1}
+    assert failures("get") - missing_before == 0  # "not there" is an answer, not a failed request
+    assert failures("put") - put_failures == 1
     assert "secret-key" not in generate_latest(registry).decode()
 
 
@@ -217,6 +221,10 @@ def test_lakefs_operations_are_sdk_method_names() -> None:
 
     assert _operation(Api().get_branch) == "get_branch"
     assert _operation(lambda: None) == "other"
+    # an answer such as 404 or 409 is no failed request; none, 429 or a 5xx is
+    assert [_failed_status(s) for s in (200, 404, 409, 429, 500, 503, None)] == [
+        False, False, False, True, True, True, True
+    ]  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------ sync's listener

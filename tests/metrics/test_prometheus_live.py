@@ -24,8 +24,6 @@ import yaml
 from lakefs_mirror_devenv import Environment, ensure_prometheus_binary
 from lakefs_mirror_devenv.processes import free_port, start_process, stop_pid, wait_http_ok
 
-from tests.replication.conftest import isolated_regions  # noqa: F401 (fixture)
-
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,7 +76,7 @@ class Prometheus:
 
 def test_prometheus_sees_the_lag_rise_and_come_back_and_the_copies_counted(
     lakefs_env: Environment,
-    isolated_regions: Any,  # noqa: F811
+    isolated_regions: Any,
     unique_name: Callable[[str], str],
     tmp_path: Path,
 ) -> None:
