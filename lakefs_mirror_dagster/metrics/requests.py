@@ -40,7 +40,8 @@ class RequestMetrics:
         )
         self.failures = Counter(
             "lakefs_mirror_request_failures_total",
-            "Requests to lakeFS or a store that failed (no answer, 429 or 5xx; a 404 is an answer), by system and operation.",
+            "Requests to lakeFS or a store that failed (no answer, 429 or 5xx; a 404 is an answer), "
+            "by system and operation.",
             ["system", "operation"],
             registry=None,
         )
