@@ -361,7 +361,8 @@ class ReplicationService:
                 log.debug("mirror %s not synced", mirror.name, exc_info=True, extra=self._fields(mirror))
                 result = _not_synced(mirror, error)
             results.append(result)
-        done = SyncPass("retry" if due_only else "refs" if branches else "full", results, time.monotonic() - started)
+        kind = "retry" if due_only else "full" if branches is None else "refs"
+        done = SyncPass(kind, results, time.monotonic() - started)
         for listener in self._passes:
             try:
                 listener(done)
