@@ -99,6 +99,7 @@ def _sync(args: argparse.Namespace) -> int:
     from .progress_display import progress_sink
     from .replication import ReplicationService, sync_woken
 
+    metrics_address = _metrics_address(args, config)  # a bad address is refused before anything starts
     session = None
     if args.spark or config.spark.transfer_enabled:  # big plans copy in Spark tasks; the session starts on first use
         from .spark.session import LazySparkSession, spark_session_config
@@ -115,6 +116,12 @@ def _sync(args: argparse.Namespace) -> int:
             service.close()
             raise
     display = contextlib.ExitStack()  # the live display ends with the command, whatever happens
+    if metrics_address:
+        try:
+            display.callback(_serve_sync_metrics(service, metrics_address, args).stop)
+        except BaseException:
+            service.close()
+            raise
     _stop_on_signals(display)
     sink = display.enter_context(progress_sink(args.progress, json_output=args.json, every_s=args.progress_every))
     if sink is not None:
@@ -198,6 +205,35 @@ def format_sync_plan(plan: Any) -> str:
     if plan.repository != "delete" and not plan.error:
         lines.append(f"  {len(plan.refs)} ref(s) to change, {plan.unchanged} unchanged")
     return "\n".join(lines)
+
+
+def _metrics_address(args: argparse.Namespace, config: Any) -> str:
+    """Where ``sync`` serves its metrics (``--metrics-listen``, else ``metrics.listen_address``; "" for nowhere),
+    checked: a ``ConfigError`` naming the flag or key otherwise."""
+    from .config import ConfigError, parse_listen_address
+
+    address = str(args.metrics_listen or config.metrics.listen_address)
+    if address:
+        try:
+            parse_listen_address(address)
+        except ValueError as exc:
+            raise ConfigError(f"{_metrics_source(args)}: {exc}") from None
+    return address
+
+
+def _metrics_source(args: argparse.Namespace) -> str:
+    return "--metrics-listen" if args.metrics_listen else "metrics.listen_address"
+
+
+def _serve_sync_metrics(service: Any, address: str, args: argparse.Namespace) -> Any:
+    """Start the loop's metrics listener, its counters fed by every pass (docs/metrics.md); one line says where."""
+    from .metrics import SyncMetrics, metrics_registry, start_metrics_server
+
+    counters = SyncMetrics()
+    server = start_metrics_server(address, metrics_registry(service, sync=counters), what=_metrics_source(args))
+    service.on_synced(counters.observe)
+    print(f"lakefs-mirror: metrics at {server.url}", file=sys.stderr, flush=True)
+    return server
 
 
 #: Exit statuses of a ``sync`` stopped by a signal (the shell's convention: 128 + the signal's number).
@@ -609,6 +645,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="one pass planned, nothing written: which mirror repositories and which branches and tags would be "
         "created, moved or deleted (the ref level: object counts are only known by copying)",
+    )
+    sync.add_argument(
+        "--metrics-listen",
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (default: metrics.listen_address; none: off)",
     )
     sync.set_defaults(func=_sync)
 

@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 #: Room -> layer. A room may import rooms of lower layers only; rooms of one layer never import each other.
 LAYERS: dict[str, int] = {
     "errors": 0,
+    # The request timing hooks the lakeFS client and the stores call (metrics listens to them).
+    "observe": 0,
     "config": 1,
     "logs": 2,
     "graveler": 2,
@@ -29,6 +31,7 @@ LAYERS: dict[str, int] = {
     "replication": 3,
     "refs": 4,
     "progress_display": 4,  # the CLI's live display of the engine's progress
+    "metrics": 4,  # Prometheus metrics of sync and serve, fed by the engine's hooks
     "spark": 5,
     "service": 5,
     "orchestration": 6,
@@ -47,6 +50,8 @@ LAYERS: dict[str, int] = {
 FRAMEWORK_ROOMS = {
     "dagster": {"orchestration", "components", "demo", "cli"},
     "pyspark": {"spark", "orchestration", "demo", "cli"},
+    # The engine reports through hooks (observe, ReplicationService.on_synced); only metrics/ knows Prometheus.
+    "prometheus_client": {"metrics"},
 }
 DEVENV = "lakefs_mirror_devenv"
 DEVENV_ROOMS = {"demo", "cli"}

@@ -10,6 +10,8 @@ from .build import (
     ensure_lakefs_binary,
     ensure_mc_binary,
     ensure_minio_binary,
+    ensure_prometheus_binary,
+    ensure_promtool_binary,
     ensure_toxiproxy_binaries,
 )
 from .environment import (
@@ -29,7 +31,7 @@ from .link import LinkSpec, Toxiproxy, parse_link_spec, start_toxiproxy
 from .processes import DevenvError
 from .restart import restart_server, start_server, stop_server
 from .servers import LakeFSRegion, MinioInstance, start_lakefs, start_minio
-from .versions import HELM_VERSION, LAKEFS_VERSION, MC_VERSION, MINIO_VERSION
+from .versions import HELM_VERSION, LAKEFS_VERSION, MC_VERSION, MINIO_VERSION, PROMETHEUS_VERSION
 
 __all__ = [
     "DEFAULT_REGIONS",
@@ -38,6 +40,7 @@ __all__ = [
     "LAKEFS_VERSION",
     "MC_VERSION",
     "MINIO_VERSION",
+    "PROMETHEUS_VERSION",
     "DevenvError",
     "Environment",
     "LakeFSRegion",
@@ -51,6 +54,8 @@ __all__ = [
     "ensure_lakefs_binary",
     "ensure_mc_binary",
     "ensure_minio_binary",
+    "ensure_prometheus_binary",
+    "ensure_promtool_binary",
     "ensure_toxiproxy_binaries",
     "environment_down",
     "environment_status",

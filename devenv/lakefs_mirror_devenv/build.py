@@ -30,6 +30,8 @@ from .versions import (
     MIN_GO_VERSION,
     MINIO_MODULE,
     MINIO_VERSION,
+    PROMETHEUS_MODULE,
+    PROMETHEUS_VERSION,
     TOXIPROXY_MODULE,
     TOXIPROXY_VERSION,
 )
@@ -40,6 +42,8 @@ __all__ = [
     "ensure_lakefs_binary",
     "ensure_mc_binary",
     "ensure_minio_binary",
+    "ensure_prometheus_binary",
+    "ensure_promtool_binary",
     "ensure_toxiproxy_binaries",
     "executable_from_env",
     "go_install_binary",
@@ -151,10 +155,48 @@ def ensure_toxiproxy_binaries() -> tuple[Path, Path]:
     return server, cli
 
 
+def ensure_prometheus_binary() -> Path:
+    """Path of the pinned Prometheus server, ``go install``-ed on first use (``$PROMETHEUS_BIN`` wins): the metrics
+    tests scrape the service with it and read the results back through its HTTP API (no web UI assets needed)."""
+    return go_install_binary(
+        f"{PROMETHEUS_MODULE}/cmd/prometheus",
+        PROMETHEUS_VERSION,
+        "prometheus",
+        override_var="PROMETHEUS_BIN",
+        what=f"Prometheus {PROMETHEUS_VERSION}",
+        # Service discovery left out (the tests scrape static targets): with it, every cloud SDK is compiled in.
+        tags="remove_all_sd",
+        expect="~5 min on 2 cores",
+    )
+
+
+def ensure_promtool_binary() -> Path:
+    """Path of the pinned ``promtool`` (``$PROMTOOL_BIN`` wins): tests/deploy checks and unit-tests the alert rules."""
+    return go_install_binary(
+        f"{PROMETHEUS_MODULE}/cmd/promtool",
+        PROMETHEUS_VERSION,
+        "promtool",
+        override_var="PROMTOOL_BIN",
+        what=f"promtool {PROMETHEUS_VERSION}",
+        # Service discovery left out (the tests scrape static targets): with it, every cloud SDK is compiled in.
+        tags="remove_all_sd",
+        expect="~5 min on 2 cores",
+    )
+
+
 def go_install_binary(
-    module: str, version: str, binary: str, *, override_var: str, what: str, installed_as: str | None = None
+    module: str,
+    version: str,
+    binary: str,
+    *,
+    override_var: str,
+    what: str,
+    expect: str = "a few minutes",
+    tags: str = "",
+    installed_as: str | None = None,
 ) -> Path:
-    """A pinned ``go install``-ed binary in the cache, built once under a lock and renamed into place whole.
+    """A pinned ``go install``-ed binary in the cache, built once under a lock and renamed into place whole
+    (with the build ``tags`` given, if any).
 
     ``$<override_var>`` names an existing executable to use instead. ``installed_as``: the name ``go install``
     gives it (the package directory's, e.g. ``server``) when that is not ``binary``.
@@ -174,7 +216,13 @@ def go_install_binary(
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
         try:
-            _run_go(["go", "install", f"{module}@{version}"], cwd=staging, what=what, extra_env={"GOBIN": str(staging)})
+            _run_go(
+                ["go", "install", *(["-tags", tags] if tags else []), f"{module}@{version}"],
+                cwd=staging,
+                what=what,
+                expect=expect,
+                extra_env={"GOBIN": str(staging)},
+            )
             target_dir.mkdir(parents=True, exist_ok=True)
             (staging / (installed_as or binary)).replace(target)
         finally:

@@ -19,6 +19,8 @@ from .build import (
     ensure_lakefs_binary,
     ensure_mc_binary,
     ensure_minio_binary,
+    ensure_prometheus_binary,
+    ensure_promtool_binary,
     ensure_toxiproxy_binaries,
 )
 from .environment import DEFAULT_REGIONS, RegionSpec
@@ -36,6 +38,9 @@ BUILDERS: dict[str, Callable[[], Path]] = {
     "Helm": ensure_helm_binary,
     # Toxiproxy (server and CLI): tests/wan run syncs over a simulated link through it.
     "Toxiproxy": lambda: ensure_toxiproxy_binaries()[0],
+    # Prometheus scrapes the service in tests/metrics; promtool checks deploy/prometheus's alert rules.
+    "Prometheus": ensure_prometheus_binary,
+    "promtool": ensure_promtool_binary,
 }
 
 

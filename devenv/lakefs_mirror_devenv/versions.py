@@ -19,6 +19,10 @@ HELM_VERSION = "v3.22.0"
 # `devenv up --link` and tests/wan. Its server and CLI, from the module's cmd/server and cmd/cli.
 TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2"
 TOXIPROXY_VERSION = "v2.12.0"
+# Prometheus and promtool (tests/deploy checks the alert rules; tests/metrics scrapes the service): the Go module's
+# v0.3XX.Y tags are Prometheus 3.XX.Y (its VERSION file at v0.316.0 says 3.16.0).
+PROMETHEUS_MODULE = "github.com/prometheus/prometheus"
+PROMETHEUS_VERSION = "v0.316.0"
 # lakeFS's go.mod requires at least this Go; older toolchains would try to download a newer one.
 MIN_GO_VERSION = (1, 26, 4)
 
@@ -32,6 +36,8 @@ __all__ = [
     "MINIO_MODULE",
     "MINIO_VERSION",
     "MIN_GO_VERSION",
+    "PROMETHEUS_MODULE",
+    "PROMETHEUS_VERSION",
     "TOXIPROXY_MODULE",
     "TOXIPROXY_VERSION",
 ]

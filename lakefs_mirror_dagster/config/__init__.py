@@ -36,6 +36,7 @@ from .sections import (
     LakeFSCredentials,
     LakeFSFrontConfig,
     LoggingConfig,
+    MetricsConfig,
     MirrorsManagerConfig,
     SparkConfig,
     TLSConfig,
@@ -54,7 +55,7 @@ from .stores import (
     StoreConfig,
     StoreSettings,
 )
-from .values import ByteSize, Secret, format_duration, parse_byte_size, parse_duration
+from .values import ByteSize, Secret, format_duration, parse_byte_size, parse_duration, parse_listen_address
 
 __all__ = [
     "CONFIG_PATH_ENV",
@@ -79,6 +80,7 @@ __all__ = [
     "LakeFSFrontConfig",
     "LocalSettings",
     "LoggingConfig",
+    "MetricsConfig",
     "MirrorsDatabaseConfig",
     "MirrorsManagerConfig",
     "PostgresSettings",
@@ -99,5 +101,6 @@ __all__ = [
     "parse_byte_size",
     "parse_config",
     "parse_duration",
+    "parse_listen_address",
     "parse_store",
 ]

@@ -21,6 +21,7 @@ from .sections import (
     LakeFSCredentials,
     LakeFSFrontConfig,
     LoggingConfig,
+    MetricsConfig,
     MirrorsManagerConfig,
     SparkConfig,
     TLSConfig,
@@ -76,6 +77,7 @@ class ReplicationConfig:
     spark: SparkConfig = field(default_factory=SparkConfig)
     garbage_collection: GarbageCollectionConfig = field(default_factory=GarbageCollectionConfig)
     hooks: HooksConfig = field(default_factory=HooksConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
     source_stores: Mapping[str, BlockstoreConfig] = field(
         default_factory=dict, metadata=_meta(key_check=_region_name, region_keyed=True)
     )

@@ -19,6 +19,7 @@ from .values import (
     _at_least,
     _between,
     _duration_within,
+    _listen_address,
     _meta,
     _nonempty,
     _optional_path,
@@ -38,6 +39,7 @@ __all__ = [
     "LakeFSCredentials",
     "LakeFSFrontConfig",
     "LoggingConfig",
+    "MetricsConfig",
     "MirrorsManagerConfig",
     "SparkConfig",
     "TLSConfig",
@@ -234,6 +236,19 @@ class HooksConfig:
         metadata=_meta(_duration_within(timedelta(0), timedelta(seconds=30), "a sensor tick times out at 60 s")),
     )
     sensor_listeners: int = field(default=1, metadata=_meta(_listeners))
+
+
+def _optional_listen_address(value: str) -> str:
+    return value if value == "" else _listen_address(value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetricsConfig:
+    """``metrics``: Prometheus metrics. ``serve`` always answers ``GET /metrics`` on its own address; the ``sync``
+    loop serves them on ``listen_address`` (``host:port``; ``sync --metrics-listen`` overrides it), or not at all
+    when it is empty (the default)."""
+
+    listen_address: str = field(default="", metadata=_meta(_optional_listen_address))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,6 +24,7 @@ __all__ = [
     "format_duration",
     "parse_byte_size",
     "parse_duration",
+    "parse_listen_address",
 ]
 
 KiB = 1024
@@ -304,12 +305,19 @@ def _optional_path(value: str) -> str:
 
 
 def _listen_address(value: str) -> str:
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"invalid listen address {value!r}: expected host:port, e.g. '0.0.0.0:8008'")
-    if host.startswith("[") != host.endswith("]"):
-        raise ValueError(f"invalid listen address {value!r}: unbalanced brackets around the IPv6 host")
+    parse_listen_address(value)
     return value
+
+
+def parse_listen_address(address: str) -> tuple[str, int]:
+    """``host:port`` or ``[ipv6]:port`` -> (host, port); an empty host is ``0.0.0.0``. A ``ValueError`` naming the
+    address otherwise (the API's and the metrics' listeners both parse theirs here)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"invalid listen address {address!r}: expected host:port, e.g. '0.0.0.0:8008'")
+    if host.startswith("[") != host.endswith("]"):
+        raise ValueError(f"invalid listen address {address!r}: unbalanced brackets around the IPv6 host")
+    return host.removeprefix("[").removesuffix("]") or "0.0.0.0", int(port)
 
 
 _SSE_VALUES = ("", "AES256", "aws:kms")

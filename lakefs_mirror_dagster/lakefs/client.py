@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import urllib3
 
+from ..observe import timed
 from .errors import LakeFSConflict, LakeFSError, LakeFSUnavailable, error_for_status
 from .models import Commit, Ref, Repository
 from .sdk import import_sdk
@@ -83,9 +84,15 @@ class LakeFSClient:
 
         kwargs.setdefault("_request_timeout", self._timeout_s)
         attempts = self._attempts if retry else 1
+        operation = _operation(fn)
         for attempt in range(1, attempts + 1):
             try:
-                return fn(*args, **kwargs)
+                with timed("lakefs", operation) as request:  # each attempt is a request of its own
+                    try:
+                        return fn(*args, **kwargs)
+                    except ApiException as exc:
+                        request.failed = _failed_status(exc.status)
+                        raise
             except ApiException as exc:
                 err = error_for_status(exc.status or 0, exc.body, endpoint=self.endpoint, what=what)
             except _RETRYABLE_TRANSPORT as exc:
@@ -282,6 +289,7 @@ class LakeFSClient:
             "POST",
             f"/repositories/{_q(repo)}/branches/{_q(branch)}/objects",
             {"path": path, "force": str(force).lower()},
+            operation="upload_object",
             what=f"upload {repo}/{branch}/{path}",
             body=body,
             content_type=content_type,
@@ -300,6 +308,7 @@ class LakeFSClient:
             "GET",
             f"/repositories/{_q(repo)}/refs/{_q(ref)}/objects",
             {"path": path},
+            operation="get_object_stream",
             what=f"get {repo}@{ref}/{path}",
         )
 
@@ -314,6 +323,7 @@ class LakeFSClient:
             "GET",
             f"/repositories/{_q(repo)}/refs/{_q(ref)}/objects/ls",
             {"after": after, "amount": str(amount), "presign": "true", "user_metadata": "false"},
+            operation="list_objects_presigned",
             what=f"list presigned objects {repo}@{ref}",
         )
         try:
@@ -341,19 +351,23 @@ class LakeFSClient:
         path: str,
         query: dict[str, str],
         *,
+        operation: str,
         what: str,
         body: bytes | None = None,
         content_type: str | None = None,
     ) -> urllib3.BaseHTTPResponse:
-        """A request outside the generated SDK (streaming bodies), with the same error mapping."""
+        """A request outside the generated SDK (streaming bodies), with the same error mapping; ``operation`` names
+        it for the request timing hooks (``observe.timed``: until the answer's headers, not its streamed body)."""
         headers = urllib3.make_headers(basic_auth=self._basic_auth)
         if content_type:
             headers["Content-Type"] = content_type
         url = f"{self.endpoint}/api/v1{path}?{urllib.parse.urlencode(query)}"
         try:
-            resp = self._api.rest_client.pool_manager.request(
-                method, url, body=body, headers=headers, timeout=self._timeout_s, preload_content=False
-            )
+            with timed("lakefs", operation) as request:
+                resp = self._api.rest_client.pool_manager.request(
+                    method, url, body=body, headers=headers, timeout=self._timeout_s, preload_content=False
+                )
+                request.failed = _failed_status(resp.status)
         except _RETRYABLE_TRANSPORT as exc:
             raise LakeFSUnavailable(
                 f"{what}: lakeFS at {self.endpoint} unreachable: {type(exc).__name__}", endpoint=self.endpoint
@@ -372,6 +386,18 @@ class LakeFSClient:
             if not page.pagination.has_more:
                 return
             after = page.pagination.next_offset
+
+
+def _failed_status(status: int | None) -> bool:
+    """Whether an answer means the request failed (none, 429, 5xx), as opposed to an answer such as a 404."""
+    return not status or status == 429 or status >= 500
+
+
+def _operation(fn: Callable[..., Any]) -> str:
+    """The request's operation class for the timing hooks: the SDK method's name (a bounded set), never its
+    arguments."""
+    name = getattr(fn, "__name__", "")
+    return name if name.isidentifier() and name != "<lambda>" else "other"
 
 
 def _q(segment: str) -> str:

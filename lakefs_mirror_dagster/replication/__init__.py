@@ -18,7 +18,17 @@ from .in_flight import BranchProgress, branch_progress, in_flight_line
 from .plugs import RefGate
 from .range_changes import RangeChanges, RangeReads, range_changes
 from .range_transfer import RangeSource, RangeTransferSummary, transfer_range
-from .results import PROMOTED, BlockReason, MirrorSyncResult, RefAction, RefKind, RefResult, TransferStats
+from .results import (
+    PROMOTED,
+    BlockReason,
+    MirrorSyncResult,
+    RefAction,
+    RefKind,
+    RefResult,
+    SyncPass,
+    SyncPassListener,
+    TransferStats,
+)
 from .retry import BranchBlock, RetrySchedule, pending_block
 from .service import RETIRING, ReplicationService
 from .source import ApiObjectReader, RepositorySource, SourceReader
@@ -62,6 +72,8 @@ __all__ = [
     "RetrySchedule",
     "SourceReader",
     "StorageDescription",
+    "SyncPass",
+    "SyncPassListener",
     "TransferStats",
     "ValidatedCache",
     "WokenMirror",

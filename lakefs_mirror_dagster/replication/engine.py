@@ -14,6 +14,7 @@ not all arrived is blocked as ``missing``, so the retry schedule checks it again
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import threading
@@ -30,7 +31,7 @@ from ..graveler.records import CommitData, RangeRef
 from ..lakefs import Commit, LakeFSClient, LakeFSError, LakeFSNotFound
 from ..logs import log_fields
 from ..storage import DEFAULT_MAX_BYTES_IN_FLIGHT, Blockstore, CopyResult, ObjectStat, StorageError, TransferPool
-from .branch_workers import serialized, sync_branches
+from .branch_workers import serialized, serialized_recorder, sync_branches
 from .errors import ReplicationError
 from .failpoints import failpoint
 from .heads import branch_head, branch_heads, differing, tag_commits
@@ -126,6 +127,7 @@ class MirrorEngine:
         in_flight: InFlightStore | None = None,
         mirror_id: str = "",
         refstore: Refstore | None = None,
+        started: RefRecorder | None = None,
     ) -> None:
         self.source = source
         #: Where commit records are written with the source's sub-second times (None: lakeFS's API, whole seconds).
@@ -134,6 +136,8 @@ class MirrorEngine:
         #: The branch workers' and the in-flight writer's calls to the mirrors database never overlap.
         lock = threading.Lock()
         self.validated, self.recorder = serialized(validated, recorder, lock)
+        #: Told of each branch about to be advanced, with its source commit's time (``_note_started``).
+        self.started = serialized_recorder(started, lock)
         self.dst_storage_id = destination_storage_id
         self.destination = destination
         self.mirror_repo = mirror_repo
@@ -279,6 +283,7 @@ class MirrorEngine:
             elif source_commit != mirror_commit:
                 self.progress.ref_started(label, source_commit=source_commit)
                 self._syncing.ref = label
+                self._note_started(result)
                 prepared = self.prepare(kind, name, source_commit)
                 result.stats = prepared.stats
                 if prepared.error is not None:
@@ -339,6 +344,19 @@ class MirrorEngine:
             why = "validation failed" if self.settings.copy_objects else "waiting for the store's replication"
             prepared.error = f"{why}, not promoted: " + "; ".join(errors[:MAX_REPORTED])
         return prepared
+
+    def _note_started(self, result: RefResult) -> None:
+        """Tell ``started`` which source head a branch is being advanced to and that commit's time, before the copy:
+        ``status`` and the metrics then show the branch behind while it is copied (as the Dagster sensor records
+        a head it found), not only once it is promoted or blocked. A failure to tell is logged; the sync goes on."""
+        if self.started is None or result.kind != RefKind.BRANCH or result.source_commit is None:
+            return
+        try:
+            seen = dataclasses.replace(result)
+            self.note_lag(seen)
+            self.started(seen)
+        except Exception as exc:
+            log.warning("could not record %s's new source head: %s: %s", result.name, type(exc).__name__, exc)
 
     def note_lag(self, result: RefResult) -> None:
         """Set the source commit's time (also for a ref left behind it: how far behind it is, ``status``) and, for

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["MOVED", "PROMOTED", "BlockReason", "MirrorSyncResult", "RefAction", "RefKind", "RefResult", "TransferStats"]
+__all__ = [
+    "MOVED",
+    "PROMOTED",
+    "BlockReason",
+    "MirrorSyncResult",
+    "RefAction",
+    "RefKind",
+    "RefResult",
+    "SyncPass",
+    "SyncPassListener",
+    "TransferStats",
+]
 
 
 class RefKind(StrEnum):
@@ -192,3 +203,18 @@ class MirrorSyncResult:
             "duration_seconds": self.duration_seconds,
             "refs": [r.to_json() for r in self.refs],
         }
+
+
+@dataclass(frozen=True)
+class SyncPass:
+    """One finished ``ReplicationService.sync`` call, for its listeners (``on_synced``; the metrics count it).
+
+    ``kind``: ``full`` (every ref of the mirrors asked for), ``retry`` (only blocked branches whose cooldown ended)
+    or ``refs`` (named branches: ``sync --branch``, or the refs a lakeFS hook woke)."""
+
+    kind: str
+    results: list[MirrorSyncResult]
+    seconds: float
+
+
+SyncPassListener = Callable[[SyncPass], None]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import logging
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -33,7 +34,7 @@ from .namespaces import check_namespace_free, is_mirror_repository
 from .organization import join_organization
 from .progress import ProgressListener
 from .refstore import open_refstore
-from .results import MirrorSyncResult, RefAction, RefKind, RefResult
+from .results import MirrorSyncResult, RefAction, RefKind, RefResult, SyncPass, SyncPassListener
 from .retry import RetrySchedule
 from .scrub import Scrubber
 from .source import RepositorySource
@@ -88,11 +89,17 @@ class ReplicationService:
         refstore = config.refstore_database
         #: Commit records go into this region's lakeFS database when configured (exact log order), else its API.
         self.refstore = open_refstore(refstore) if refstore is not None else None
+        self._passes: list[SyncPassListener] = []
 
     @property
     def log_order(self) -> str:
         """``exact`` when commit records keep the source's sub-second times, else the note saying they may not."""
         return LOG_ORDER_EXACT if self.refstore is not None else LOG_ORDER_APPROXIMATE
+
+    def on_synced(self, listener: SyncPassListener) -> None:
+        """Every ``sync`` call that finishes from now on is handed to ``listener`` with its results and duration
+        (``SyncPass``): how the metrics count passes, copies and errors without the engine knowing them."""
+        self._passes.append(listener)
 
     def on_progress(self, listener: ProgressListener, *, every_s: float = 10.0) -> None:
         """Every engine this service builds from now on sends its progress to ``listener`` (``progress.py``)."""
@@ -182,6 +189,7 @@ class ReplicationService:
             in_flight=self.mirrors,
             mirror_id=mirror.id,
             refstore=self.refstore,
+            started=functools.partial(self.record_source_head, mirror),
         )
         for listener, every_s in self._progress:
             engine.progress.listen(listener, every_s=every_s)
@@ -357,6 +365,7 @@ class ReplicationService:
         ``due_only``: a retry pass (``validator.run_interval``): only the blocked branches of active mirrors
         whose cooldown has ended; mirrors without any are left out of the results. ``tags``: whether the tags
         are synced too (default: only when no branches are named)."""
+        started = time.monotonic()
         mine = list(self.my_mirrors())  # one listing serves the store check and the pass
         storeless = self.fail_storeless_mirrors(mine)
         results = []
@@ -388,11 +397,33 @@ class ReplicationService:
                 log.debug("mirror %s not synced", mirror.name, exc_info=True, extra=self._fields(mirror))
                 result = _not_synced(mirror, error)
             results.append(result)
+        kind = "retry" if due_only else "full" if branches is None else "refs"
+        done = SyncPass(kind, results, time.monotonic() - started)
+        for listener in self._passes:
+            try:
+                listener(done)
+            except Exception:  # a listener's bug never fails the pass
+                log.exception("a sync pass listener failed")
         return results
 
     def _fields(self, mirror: Mirror) -> dict[str, str]:
         """The context of a log record about ``mirror``."""
         return log_fields(region=self.config.region, mirror=mirror.name, repository=mirror.source_repository)
+
+    def record_source_head(self, mirror: Mirror, ref: RefResult) -> None:
+        """A branch about to be advanced: the source head it goes to and that commit's time (as the Dagster sensor
+        records a head it finds), so ``status`` and the metrics show how far behind it is while it is copied.
+        Leaves the mirrored commit and any block as they are."""
+        if ref.kind != RefKind.BRANCH or ref.source_commit is None:
+            return
+        self.mirrors.record_branch(
+            mirror.id,
+            ref.name,
+            source_commit_id=ref.source_commit,
+            source_commit_time=(
+                dt.datetime.fromtimestamp(ref.source_commit_time, dt.UTC) if ref.source_commit_time else None
+            ),
+        )
 
     def record_ref(self, mirror: Mirror, ref: RefResult) -> None:
         """A branch's state in the mirrors database (what the API and ``status`` report); every engine this

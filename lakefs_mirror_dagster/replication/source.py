@@ -89,6 +89,8 @@ class ApiObjectReader(Blockstore):
     """
 
     schemes = frozenset({_LAKEFS_SCHEME})
+    #: Its reads are reported as store requests of this type (each also a lakeFS request).
+    metrics_label = "lakefs_api"
 
     def __init__(self, client: LakeFSClient, *, read_timeout_s: float = 300.0) -> None:
         self._client = client

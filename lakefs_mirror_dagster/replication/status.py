@@ -12,16 +12,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..mirrors import MirrorBranch
 from .in_flight import branch_progress, in_flight_line
+from .retry import pending_block
 
 if TYPE_CHECKING:
     from .service import ReplicationService
 
 __all__ = [
+    "BRANCH_STATES",
     "BranchStatus",
     "MirrorStatus",
     "Promotion",
     "RecentMoves",
+    "branch_state",
     "format_status",
     "stale",
     "status_report",
@@ -64,6 +68,27 @@ class Promotion:
 RecentMoves = Callable[[str, str, int], list[Promotion]]
 
 
+#: Where a mirror branch stands (``BranchStatus.state``; the metrics' ``state`` label): ``in_sync`` (the mirror shows
+#: the source head last seen), ``behind`` (it does not, or not yet), ``cooling`` (blocked at that source head, waiting
+#: its cooldown before the next try), ``blocked`` (blocked there, the cooldown over: tried again on the next pass),
+#: ``failed`` (its mirror is in state ``failed``).
+BRANCH_STATES = ("in_sync", "behind", "blocked", "cooling", "failed")
+
+
+def branch_state(mirror_state: str, record: MirrorBranch | None, now: dt.datetime) -> str:
+    """The branch's ``BRANCH_STATES`` entry, from its mirror's state and what the mirrors database records."""
+    if mirror_state == "failed":
+        return "failed"
+    if record is None or record.source_commit_id is None:
+        return "behind"  # its first sync has not finished
+    if record.in_sync:
+        return "in_sync"
+    block = pending_block(record, record.source_commit_id)
+    if block is None:
+        return "behind"
+    return "blocked" if block.due(now) else "cooling"
+
+
 @dataclass(frozen=True)
 class BranchStatus:
     """One mirror branch: the source head last seen, the mirror head, lag, and recent moves."""
@@ -79,10 +104,13 @@ class BranchStatus:
     behind_seconds: float | None = None
     #: The sync advancing the branch now (``replication.in_flight.in_flight_view``); None when idle.
     in_flight: dict[str, Any] | None = None
+    #: One of ``BRANCH_STATES`` (``branch_state``).
+    state: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "branch": self.branch,
+            "state": self.state,
             "source_commit_id": self.source_commit_id,
             "mirror_commit_id": self.mirror_commit_id,
             "in_sync": self.in_sync,
@@ -146,6 +174,7 @@ def status_report(
                 recent=moves(m.name, b.branch, recent) if moves is not None and recent > 0 else [],
                 behind_seconds=b.record.behind_seconds(now) if b.record else None,
                 in_flight=b.in_flight,
+                state=branch_state(m.state.value, b.record, now),
             )
             for b in branch_progress(service.mirrors, m.id, now=now)
         ]

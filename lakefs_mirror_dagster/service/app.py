@@ -42,6 +42,7 @@ from . import rbac
 from .auth import Authenticator, Identity, lakefs_verifier
 from .hooks import add_hooks_route
 from .lakefs_front import LakeFSFront
+from .metrics_route import add_metrics_route
 from .models import (
     REPOSITORY_NAME,
     ErrorBody,
@@ -394,6 +395,7 @@ def _build(state: _State | None) -> FastAPI:
         return {"results": [s.as_dict() for s in describe_storages(st.service.config)]}
 
     add_hooks_route(app, _state, ERRORS)
+    add_metrics_route(app, _state)
 
     @app.get(OPENAPI_PATH, include_in_schema=False)
     def openapi_json(who: Who) -> JSONResponse:

@@ -16,6 +16,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from ..config import ConfigError
+from ..config import parse_listen_address as config_listen_address
 from ..lakefs import LakeFSClient
 from ..replication import ReplicationService
 from .app import create_app
@@ -30,11 +31,10 @@ log = logging.getLogger(__name__)
 
 def parse_listen_address(address: str) -> tuple[str, int]:
     """``host:port`` or ``[ipv6]:port`` -> (host, port); a ``ConfigError`` (a ValueError) naming it otherwise."""
-    host, sep, port_text = address.rpartition(":")
-    if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ConfigError(f"invalid listen address {address!r}: expected host:port, e.g. '0.0.0.0:8008'")
-    host = host.removeprefix("[").removesuffix("]") or "0.0.0.0"
-    return host, int(port_text)
+    try:
+        return config_listen_address(address)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _config(

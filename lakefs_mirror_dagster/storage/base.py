@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO, ClassVar, Protocol
+from typing import Any, BinaryIO, ClassVar, Protocol
 
-from .errors import StorageError
+from ..observe import observing, timed
+from .errors import ObjectNotFound, StorageError
 
 __all__ = ["Blockstore", "ObjectInfo", "ObjectStat", "ReadableStream"]
 
@@ -54,6 +57,18 @@ class Blockstore(ABC):
     schemes: ClassVar[frozenset[str]] = frozenset()
     #: Buffer size for streamed reads and local writes; bounds memory per transfer.
     chunk_size: int = 8 * 1024 * 1024
+    #: The store type its timed requests are reported under (``store_label``); "" for the class's name.
+    metrics_label: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every store's requests are timed for ``observe``'s hooks, whichever class implements them: the methods
+        of ``_TIMED`` a subclass defines are wrapped (once; a call from inside another timed call is not timed
+        again, so ``write_bytes`` over ``write_stream`` counts one ``put``)."""
+        super().__init_subclass__(**kwargs)
+        for name, operation in _TIMED.items():
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "_timed", False):
+                setattr(cls, name, _timed_method(method, operation))
 
     @abstractmethod
     def describe(self) -> str:
@@ -131,3 +146,71 @@ class Blockstore(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.describe()})"
+
+
+#: The methods timed as requests, and their operation class (the label a metric gets: no key, no URI).
+_TIMED = {
+    "stat": "head",
+    "open_read": "get",
+    "read_bytes": "get",
+    "write_stream": "put",
+    "write_bytes": "put",
+    "delete": "delete",
+    "server_side_copy": "copy",
+    "list_prefix": "list",
+}
+
+
+class _Inside(threading.local):
+    """How deep this thread is in timed calls (only the outermost is a request of its own)."""
+
+    depth: int = 0
+
+
+_inside = _Inside()
+
+
+def store_label(store: Blockstore) -> str:
+    """The store type a timed request is reported under: ``s3``, ``gcs``, ``azure``, ``local``, ... (a class's
+    ``metrics_label`` when it sets one)."""
+    return store.metrics_label or type(store).__name__.removesuffix("Blockstore").lower() or "store"
+
+
+def _timed_method(method: Callable[..., Any], operation: str) -> Callable[..., Any]:
+    """``method`` reporting each outermost call as one request (``list``: until its first result or its end, which
+    is one page request; ``get``: until the stream is open)."""
+
+    if operation == "list":
+
+        @functools.wraps(method)
+        def listing(self: Blockstore, *args: Any, **kwargs: Any) -> Iterator[ObjectInfo]:
+            items = method(self, *args, **kwargs)
+            if not observing() or _inside.depth:
+                yield from items
+                return
+            with timed(store_label(self), operation):
+                first = next(items, None)
+            if first is not None:
+                yield first
+                yield from items
+
+        listing._timed = True  # type: ignore[attr-defined]
+        return listing
+
+    @functools.wraps(method)
+    def call(self: Blockstore, *args: Any, **kwargs: Any) -> Any:
+        if not observing() or _inside.depth:
+            return method(self, *args, **kwargs)
+        _inside.depth = 1
+        try:
+            with timed(store_label(self), operation) as request:
+                try:
+                    return method(self, *args, **kwargs)
+                except ObjectNotFound:
+                    request.failed = False  # an answer: nothing there
+                    raise
+        finally:
+            _inside.depth = 0
+
+    call._timed = True  # type: ignore[attr-defined]
+    return call

@@ -182,3 +182,20 @@ def test_policies_and_tls_secret_reach_serve_only(helm_bin: Path, tmp_path: Path
     assert "scheme" not in serve["livenessProbe"]["httpGet"] and "tls" not in {m["name"] for m in serve["volumeMounts"]}
     checksum = rendered.one("Deployment")["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
     assert checksum != plain.one("Deployment")["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+
+
+def test_metrics_enabled_serves_the_sync_loops_metrics_on_a_port_of_its_own(helm_bin: Path) -> None:
+    rendered, _ = render(helm_bin, values={"replication": {"metrics": {"enabled": True, "port": 9200}}})
+    sync = rendered.containers()["sync"]
+    assert sync["args"] == ["sync", "--metrics-listen", "0.0.0.0:9200"]
+    assert sync["ports"] == [{"name": "metrics", "containerPort": 9200, "protocol": "TCP"}]
+    annotations = rendered.one("Deployment")["spec"]["template"]["metadata"]["annotations"]
+    assert (annotations["prometheus.io/scrape"], annotations["prometheus.io/port"]) == ("true", "9200")
+    assert annotations["prometheus.io/path"] == "/metrics"
+    ports = {p["name"]: p for p in rendered.one("Service")["spec"]["ports"]}
+    assert ports["metrics"]["targetPort"] == "metrics" and ports["metrics"]["port"] == 9200
+    quiet, _ = render(helm_bin, values={"replication": {"metrics": {"enabled": True, "scrapeAnnotations": False}}})
+    quiet_annotations = quiet.one("Deployment")["spec"]["template"]["metadata"]["annotations"]
+    assert not any(k.startswith("prometheus.io/") for k in quiet_annotations)
+    off, _ = render(helm_bin)
+    assert "ports" not in off.containers()["sync"] and len(off.one("Service")["spec"]["ports"]) == 1

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_demo_builds_lakefs_only_and_the_tests_everything() -> None:
     assert builds_for("demo") == ("lakeFS",)
-    everything = ("lakeFS", "MinIO", "mc", "Helm", "Toxiproxy")
+    everything = ("lakeFS", "MinIO", "mc", "Helm", "Toxiproxy", "Prometheus", "promtool")
     assert builds_for("test") == builds_for("setup") == tuple(BUILDERS) == everything
     assert builds_for_regions((RegionSpec("one"), RegionSpec("two", "s3:m"))) == ("lakeFS", "MinIO")
     with pytest.raises(DevenvError, match="unknown scripts/dev command"):
