@@ -21,6 +21,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 
+from lakefs_mirror_dagster.command_line import ExitCode
 from lakefs_mirror_dagster.config import parse_config
 from lakefs_mirror_dagster.lakefs.client import _failed_status, _operation
 from lakefs_mirror_dagster.metrics import SyncMetrics, request_metrics
@@ -301,7 +302,7 @@ def test_a_bad_address_is_refused_with_one_line(
     tmp_path: Path, args: list[str], extra: dict[str, Any], named: str
 ) -> None:
     done = run_cli("--config", str(_write_config(tmp_path, **extra)), "sync", "--once", *args, cwd=tmp_path)
-    assert done.returncode == 2
+    assert done.returncode == ExitCode.CONFIG  # a listen address is configuration, from the flag or the file
     assert len(done.stderr.strip().splitlines()) == 1 and named in done.stderr, done.stderr
     assert not (tmp_path / "m.db").exists()  # refused before anything started
 
@@ -315,7 +316,7 @@ def test_an_address_in_use_is_refused_with_one_line(tmp_path: Path) -> None:
             "--config", str(_write_config(tmp_path)), "sync", "--once", "--metrics-listen", f"127.0.0.1:{port}",
             cwd=tmp_path,
         )  # fmt: skip
-    assert done.returncode == 2
+    assert done.returncode == ExitCode.CONFIG  # a listen address is configuration, from the flag or the file
     assert done.stderr.strip().splitlines() == [
         f"lakefs-mirror: config: --metrics-listen: cannot listen on '127.0.0.1:{port}': Address already in use"
     ]
