@@ -19,6 +19,7 @@ from typing import Any
 
 from lakefs_mirror_devenv import Environment
 
+from lakefs_mirror_dagster.command_line import ExitCode
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.lakefs import LakeFSClient
 from lakefs_mirror_dagster.replication import ReplicationService
@@ -96,7 +97,7 @@ class SyncOutcome:
     @property
     def clean(self) -> bool:
         """Finished, or failed the way an operator can read: blocked refs or a mirror not synced in the pass
-        (1), or a one-line error (2)."""
+        (1), or a one-line error: the store or lakeFS unavailable (4), or refused (2)."""
         if self.hung:
             return False
         if self.returncode == 0:
@@ -104,7 +105,7 @@ class SyncOutcome:
         if self.returncode == 1:
             readable = " blocked " in self.output or "! not synced: " in self.output
             return readable and "Traceback (most recent call last)" not in self.tail()
-        return self.returncode == 2 and "lakefs-mirror: " in self.output
+        return self.returncode in (ExitCode.USAGE, ExitCode.UNAVAILABLE) and "lakefs-mirror: " in self.output
 
     def tail(self, lines: int = 8) -> str:
         return "\n".join(self.output.splitlines()[-lines:])

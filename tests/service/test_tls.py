@@ -17,6 +17,7 @@ import yaml
 from lakefs_mirror_devenv import Environment
 from lakefs_mirror_devenv.processes import free_port
 
+from lakefs_mirror_dagster.command_line import ExitCode
 from lakefs_mirror_dagster.config import ConfigError, dump_example_config
 from lakefs_mirror_dagster.replication import ReplicationService
 from lakefs_mirror_dagster.service import TLSFiles, create_app, running_server, tls_files
@@ -130,7 +131,7 @@ def _config_file(directory: Path, **top: Any) -> Path:
 
 def _refusal(tmp_path: Path, config: Path, *flags: str) -> str:
     done = run_cli("--config", str(config), "serve", "--listen", f"127.0.0.1:{free_port()}", *flags, cwd=tmp_path)
-    assert done.returncode == 2, done.stderr
+    assert done.returncode == ExitCode.CONFIG, done.stderr
     assert "Traceback" not in done.stderr
     [line] = done.stderr.splitlines()
     assert line.startswith("lakefs-mirror: ")
