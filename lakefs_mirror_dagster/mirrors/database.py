@@ -18,7 +18,7 @@ from .organizations import Organization
 from .wakeups import MAX_WAKEUPS, RefWakeup
 
 if TYPE_CHECKING:
-    from ..config.database import MirrorsDatabaseConfig
+    from ..config import MirrorsDatabaseConfig
 
 __all__ = ["MirrorsDatabase", "open_mirrors_database"]
 

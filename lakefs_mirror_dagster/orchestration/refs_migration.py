@@ -32,7 +32,7 @@ from ..refs import (
     migrate_repository,
     parse_manifest,
 )
-from ..storage.uri import join_namespace
+from ..storage import join_namespace
 from .options import DEFAULT_OPTIONS, MirrorDefsOptions
 from .resources import ReplicationResource
 

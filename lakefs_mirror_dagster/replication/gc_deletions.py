@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..logs import log_fields
 from ..mirrors import Mirror, MirrorsDatabaseError, MirrorState
-from ..storage import Blockstore
-from ..storage.uri import join_namespace, namespace_prefix, relative_to_namespace
+from ..storage import Blockstore, join_namespace, relative_to_namespace
+from ..storage.uri import namespace_prefix
 from .errors import ReplicationError
 from .namespaces import check_namespace_free, is_mirror_repository
 from .plugs import ValidatedCache

@@ -27,9 +27,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from ..graveler.range_id import VerifiedRange
-from ..graveler.ranges import EntryLocation, changed_entries, object_range
-from ..graveler.sstable import SSTableError
+from ..graveler import EntryLocation, SSTableError, VerifiedRange, changed_entries, object_range
 from ..storage import StorageError
 
 __all__ = ["PROCESS_VERIFIED_RANGES", "RangeChanges", "RangeReads", "VerifiedRanges", "range_changes"]

@@ -20,7 +20,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..graveler.sstable import SSTableError
+from ..graveler import SSTableError
 from ..lakefs import LakeFSError
 from ..storage import Blockstore, CopyResult, StorageError, TransferPool
 from .aside import aside

@@ -24,20 +24,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..graveler.range_id import verify_range_file
-from ..graveler.ranges import iter_entry_locations, iter_range_refs
-from ..graveler.sstable import SSTableError
+from ..graveler import SSTableError, iter_entry_locations, iter_range_refs, verify_range_file
 from ..lakefs import LakeFSError
 from ..storage import (
     DEFAULT_MAX_BYTES_IN_FLIGHT,
     Blockstore,
+    Check,
     ChecksumMismatchError,
     CopyTask,
     StorageError,
     TransferPool,
+    join_namespace,
 )
-from ..storage.checksums import Check, ContentHasher, ExpectedContent, RecordedChecksum, VerifyingReader
-from ..storage.uri import join_namespace
+from ..storage.checksums import ContentHasher, ExpectedContent, RecordedChecksum, VerifyingReader
 from .errors import ReplicationError
 from .heads import branch_heads, tag_commits
 from .source import RepositorySource

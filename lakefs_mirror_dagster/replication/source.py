@@ -35,10 +35,10 @@ from ..storage import (
     ReadableStream,
     StorageError,
     TransientStorageError,
+    join_namespace,
 )
 from ..storage.plain_http import HttpConnections, HttpStatusError
 from ..storage.streams import BodyReader
-from ..storage.uri import join_namespace
 from .validation import metadata_uri
 
 __all__ = ["PRESIGN_MIN_BYTES", "PRESIGN_MIN_OBJECTS", "ApiObjectReader", "RepositorySource", "SourceReader"]
