@@ -25,11 +25,11 @@ from .gc_marks import GcMarks
 from .in_flight import InFlightRecords
 from .migrations import schema_is_current, upgrade_schema
 from .organizations import OrganizationRecords
-from .records import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MirrorRecords
+from .records import MirrorRecords
 from .validated import ValidatedRangesCache
 from .wakeup_records import WakeupQueue
 
-__all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "MirrorStore"]
+__all__ = ["MirrorStore"]
 
 
 class MirrorStore(
