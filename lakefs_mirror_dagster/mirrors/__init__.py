@@ -30,14 +30,15 @@ from .models import (
     validation_namespace,
 )
 from .organizations import Organization, key_fingerprint
+from .ref_kinds import REF_KINDS, RefKind
 from .sql import MirrorStore
-from .wakeups import WAKEUP_KINDS, RefWakeup
+from .wakeups import RefWakeup
 
 __all__ = [
     "ALLOWED_TRANSITIONS",
     "DEFAULT_PAGE_SIZE",
     "MAX_PAGE_SIZE",
-    "WAKEUP_KINDS",
+    "REF_KINDS",
     "ConcurrentUpdate",
     "InvalidMirrorSpec",
     "InvalidStateTransition",
@@ -55,6 +56,7 @@ __all__ = [
     "NamespaceOverlap",
     "Organization",
     "RefInFlight",
+    "RefKind",
     "RefWakeup",
     "key_fingerprint",
     "new_mirror_id",

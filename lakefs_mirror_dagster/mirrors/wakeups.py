@@ -24,12 +24,12 @@ from datetime import UTC, datetime, timedelta
 
 from .errors import InvalidMirrorSpec
 from .inputs import check_branch
+from .ref_kinds import REF_KINDS
 
 __all__ = [
     "CLAIM_LEASE",
     "LOST_REQUEST",
     "MAX_WAKEUPS",
-    "WAKEUP_KINDS",
     "RefWakeup",
     "check_run_request",
     "check_wakeup",
@@ -38,8 +38,6 @@ __all__ = [
     "new_wakeup",
 ]
 
-#: ``ref_kind`` values: the refs a mirror syncs one by one.
-WAKEUP_KINDS = ("branch", "tag")
 #: Most wake-ups one read returns (the oldest first); the rest wait for the next read.
 MAX_WAKEUPS = 1000
 #: A claimed wake-up's token starts with this (a queued one is hex digits only).
@@ -73,8 +71,8 @@ def check_wakeup(mirror_id: str, destination_region: str, kind: str, ref: str, e
         raise InvalidMirrorSpec(f"invalid mirror id {mirror_id!r}")
     if not _REGION.match(destination_region):
         raise InvalidMirrorSpec(f"invalid destination region {destination_region!r}")
-    if kind not in WAKEUP_KINDS:
-        raise InvalidMirrorSpec(f"invalid ref kind {kind!r}: one of {', '.join(WAKEUP_KINDS)}")
+    if kind not in REF_KINDS:
+        raise InvalidMirrorSpec(f"invalid ref kind {kind!r}: one of {', '.join(REF_KINDS)}")
     check_branch(ref)
     if len(event) > 64:
         raise InvalidMirrorSpec(f"event type longer than 64 characters: {event[:70]!r}")
@@ -112,8 +110,8 @@ def check_run_request(mirror_id: str, kind: str, ref: str, run_key: str, request
     """Refuse a run request record the store must not hold (``InvalidMirrorSpec``)."""
     if not mirror_id or len(mirror_id) > 64:
         raise InvalidMirrorSpec(f"invalid mirror id {mirror_id!r}")
-    if kind not in WAKEUP_KINDS:
-        raise InvalidMirrorSpec(f"invalid ref kind {kind!r}: one of {', '.join(WAKEUP_KINDS)}")
+    if kind not in REF_KINDS:
+        raise InvalidMirrorSpec(f"invalid ref kind {kind!r}: one of {', '.join(REF_KINDS)}")
     if kind == "branch":
         check_branch(ref)
     if not run_key or len(run_key) > 1024 or not requester or len(requester) > 255:
