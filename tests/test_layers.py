@@ -69,41 +69,31 @@ def _room(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def _import_froms(module: str, path: Path) -> Iterator[tuple[str, list[str], int]]:
-    """Every ``from X import a, b`` of ``module`` as (absolute X, [a, b], line); ``import X`` as (X, [], line)."""
+def _import_froms(module: str, path: Path) -> Iterator[tuple[str, list[str], int, bool]]:
+    """Every ``from X import a, b`` of ``module`` as (absolute X, [a, b], line, whether X is only a package the
+    names are taken from, as in ``from . import a``); ``import X`` as (X, [], line, False)."""
     package = module.rsplit(".", 1)[0]  # a package's ``__init__`` module is named ``package.__init__``
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield alias.name, [], node.lineno
+                yield alias.name, [], node.lineno, False
         elif isinstance(node, ast.ImportFrom):
             names = [alias.name for alias in node.names]
             if node.level:
                 base = package.split(".")
                 base = base[: len(base) - (node.level - 1)]
-                yield ".".join([*base, node.module] if node.module else base), names, node.lineno
+                yield ".".join([*base, node.module] if node.module else base), names, node.lineno, not node.module
             else:
-                yield node.module or "", names, node.lineno
+                yield node.module or "", names, node.lineno, False
 
 
 def _imports(module: str, path: Path) -> Iterator[tuple[str, int]]:
     """Absolute names of everything ``module`` imports, with line numbers."""
-    package = module.rsplit(".", 1)[0]  # a package's ``__init__`` module is named ``package.__init__``
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield alias.name, node.lineno
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                if node.module:
-                    yield ".".join([*base, node.module]), node.lineno
-                else:  # ``from . import a, b``: each name is a submodule or an attribute of the package
-                    for alias in node.names:
-                        yield ".".join([*base, alias.name]), node.lineno
-            else:
-                yield node.module or "", node.lineno
+    for target, names, line, bare in _import_froms(module, path):
+        if bare:  # ``from . import a, b``: each name is a submodule or an attribute of the package
+            yield from ((f"{target}.{name}", line) for name in names)
+        else:
+            yield target, line
 
 
 def _public_names(root: Path = ROOT) -> dict[str, set[str]]:
@@ -124,7 +114,7 @@ def _graph(root: Path = ROOT) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {module: set() for module in modules}
     for module, path in modules.items():
         real = module + ".__init__" if path.name == "__init__.py" else module
-        for target, names, _ in _import_froms(real, path):
+        for target, names, _, _ in _import_froms(real, path):
             submodules = {f"{target}.{n}" for n in names} & modules.keys()
             attributes = len(submodules) < len(names) or not names
             for name in submodules | ({target} if attributes and target in modules else set()):
@@ -179,7 +169,7 @@ def _bypasses(modules: Iterable[tuple[str, Path]], exports: dict[str, set[str]])
     """Imports of a name from another room's private module while that room's public module exports it."""
     problems = []
     for module, path in modules:
-        for target, names, line in _import_froms(module, path):
+        for target, names, line, _ in _import_froms(module, path):
             parts = target.split(".")
             if len(parts) < 3 or parts[1] == _room(module):
                 continue
