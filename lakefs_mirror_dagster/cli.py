@@ -304,7 +304,7 @@ def format_sync_result(result: Any) -> str:
 
 def _gc(args: argparse.Namespace) -> int:
     """One garbage-collection deletions pass over this region's mirrors (exit 1 when any mirror failed)."""
-    from .replication.gc_deletions import run_gc_deletions
+    from .replication import run_gc_deletions
 
     service = _load_service(args)
     try:
@@ -567,7 +567,7 @@ def _openapi(args: argparse.Namespace) -> int:
 
 
 def _sst_cat(args: argparse.Namespace) -> int:
-    from .graveler.render import format_sst
+    from .graveler import format_sst
 
     print(format_sst(Path(args.file).read_bytes(), as_json=args.json))
     return 0

@@ -1,15 +1,15 @@
 """The package's layers point down: foundation -> replication -> wings -> entry points.
 
 Every ``import`` of the package (module level or inside a function) is read from the source, so an upward or
-sideways import fails here before it can tangle the rooms. The engine and everything below it stay free of
-Dagster and Spark, and the development environment (a distribution of its own) is reached only by the demo and
-the CLI's ``devenv``/``demo`` commands.
+sideways import, an import circle (inside a room too) or a reach past a room's public module fails here before
+it can tangle the rooms. The engine stays free of Dagster and Spark; the dev environment is reached only by the
+demo and the CLI's ``devenv``/``demo`` commands.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -55,11 +55,12 @@ FRAMEWORK_ROOMS = {
 }
 DEVENV = "lakefs_mirror_devenv"
 DEVENV_ROOMS = {"demo", "cli"}
+DEVENV_ROOT = ROOT.parent / "devenv" / DEVENV
 
 
-def _modules() -> Iterator[tuple[str, Path]]:
-    for path in sorted(ROOT.rglob("*.py")):
-        parts = path.relative_to(ROOT.parent).with_suffix("").parts
+def _modules(root: Path = ROOT) -> Iterator[tuple[str, Path]]:
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
         yield ".".join(parts), path
 
 
@@ -68,24 +69,115 @@ def _room(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def _imports(module: str, path: Path) -> Iterator[tuple[str, int]]:
-    """Absolute names of everything ``module`` imports, with line numbers."""
-    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+def _import_froms(module: str, path: Path) -> Iterator[tuple[str, list[str], int, bool]]:
+    """Every ``from X import a, b`` of ``module`` as (absolute X, [a, b], line, whether X is only a package the
+    names are taken from, as in ``from . import a``); ``import X`` as (X, [], line, False)."""
+    package = module.rsplit(".", 1)[0]  # a package's ``__init__`` module is named ``package.__init__``
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield alias.name, node.lineno
+                yield alias.name, [], node.lineno, False
         elif isinstance(node, ast.ImportFrom):
+            names = [alias.name for alias in node.names]
             if node.level:
                 base = package.split(".")
                 base = base[: len(base) - (node.level - 1)]
-                if node.module:
-                    yield ".".join([*base, node.module]), node.lineno
-                else:  # ``from . import a, b``: each name is a submodule or an attribute of the package
-                    for alias in node.names:
-                        yield ".".join([*base, alias.name]), node.lineno
+                yield ".".join([*base, node.module] if node.module else base), names, node.lineno, not node.module
             else:
-                yield node.module or "", node.lineno
+                yield node.module or "", names, node.lineno, False
+
+
+def _imports(module: str, path: Path) -> Iterator[tuple[str, int]]:
+    """Absolute names of everything ``module`` imports, with line numbers."""
+    for target, names, line, bare in _import_froms(module, path):
+        if bare:  # ``from . import a, b``: each name is a submodule or an attribute of the package
+            yield from ((f"{target}.{name}", line) for name in names)
+        else:
+            yield target, line
+
+
+def _public_names(root: Path = ROOT) -> dict[str, set[str]]:
+    """Each room's public module (the package's ``__init__``) and the names its ``__all__`` exports."""
+    exports: dict[str, set[str]] = {}
+    for init in sorted(root.glob("*/__init__.py")):
+        for node in ast.parse(init.read_text()).body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+                exports[f"{root.name}.{init.parent.name}"] = set(ast.literal_eval(node.value))
+    return exports
+
+
+def _graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (``from P import m``: ``P.m`` when it is a module, else ``P``);
+    a package stands for its ``__init__``. Importing a submodule runs its parent packages first, but that is
+    Python's order, not an arrow between the modules, so it is not an edge."""
+    modules = {module.removesuffix(".__init__"): path for module, path in _modules(root)}
+    graph: dict[str, set[str]] = {module: set() for module in modules}
+    for module, path in modules.items():
+        real = module + ".__init__" if path.name == "__init__.py" else module
+        for target, names, _, _ in _import_froms(real, path):
+            submodules = {f"{target}.{n}" for n in names} & modules.keys()
+            attributes = len(submodules) < len(names) or not names
+            for name in submodules | ({target} if attributes and target in modules else set()):
+                if name != module:
+                    graph[module].add(name)
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def _bypasses(modules: Iterable[tuple[str, Path]], exports: dict[str, set[str]]) -> list[str]:
+    """Imports of a name from another room's private module while that room's public module exports it."""
+    problems = []
+    for module, path in modules:
+        for target, names, line, _ in _import_froms(module, path):
+            parts = target.split(".")
+            if len(parts) < 3 or parts[1] == _room(module):
+                continue
+            public = ".".join(parts[:2])
+            bypassing = sorted(set(names) & exports.get(public, set()))
+            if bypassing:
+                problems.append(f"{path}:{line}: {', '.join(bypassing)} from {target}, not from {public}")
+    return problems
 
 
 def test_every_room_has_a_layer() -> None:
@@ -138,3 +230,36 @@ def test_this_test_sees_a_violation(tmp_path: Path) -> None:
     found = list(_imports(f"{PACKAGE}.replication.engine", bad))
     assert (f"{PACKAGE}.orchestration.mirroring", 1) in found and ("dagster", 2) in found
     assert LAYERS[_room(found[0][0])] > LAYERS["replication"]
+
+
+@pytest.mark.parametrize("root", [ROOT, DEVENV_ROOT], ids=[PACKAGE, DEVENV])
+def test_no_import_circles(root: Path) -> None:
+    """No module reaches itself through its imports, inside a room or across (function-level imports count)."""
+    circles = _circles(_graph(root))
+    assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+def test_rooms_are_entered_through_their_public_module() -> None:
+    """A room's public module is its package's ``__init__``; every name in its ``__all__`` is imported from
+    there by other rooms (``from ..graveler import RangeRef``), never from the module that defines it
+    (``from ..graveler.records import RangeRef``), so a room can move its insides without breaking its callers.
+    Names a room does not export stay reachable in their module: the room has promised nothing about them."""
+    problems = _bypasses(_modules(), _public_names())
+    assert not problems, "imports that bypass a room's public module:\n" + "\n".join(problems)
+
+
+def test_this_test_sees_a_circle_and_a_bypass(tmp_path: Path) -> None:
+    """A planted circle inside a room (``a`` -> ``b`` -> ``a`` through a function-level import) and a planted
+    import past a room's ``__init__`` are both found."""
+    root = tmp_path / PACKAGE
+    (root / "low").mkdir(parents=True)
+    (root / "high").mkdir()
+    (root / "__init__.py").write_text("")
+    (root / "low" / "__init__.py").write_text('from .a import A\n\n__all__ = ["A"]\n')
+    (root / "low" / "a.py").write_text("from .b import B\n\nA = B\n")
+    (root / "low" / "b.py").write_text("B = 1\n\n\ndef f() -> None:\n    from .a import A\n")
+    (root / "high" / "__init__.py").write_text("")
+    (root / "high" / "c.py").write_text("from ..low.a import A\nfrom ..low import A as A2\n")
+    assert _circles(_graph(root)) == [[f"{PACKAGE}.low.a", f"{PACKAGE}.low.b"]]
+    problems = _bypasses(_modules(root), _public_names(root))
+    assert len(problems) == 1 and problems[0].endswith(f"A from {PACKAGE}.low.a, not from {PACKAGE}.low"), problems

@@ -53,7 +53,7 @@ def test_a_postgres_mirrors_database_without_psycopg_names_the_postgres_extra(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from lakefs_mirror_dagster.config.database import postgres_url
-    from lakefs_mirror_dagster.mirrors.engine import make_engine
+    from lakefs_mirror_dagster.mirrors.sql.engine import make_engine
 
     _uninstall(monkeypatch, "psycopg", "psycopg_binary")
     with pytest.raises(MissingExtraError) as exc:

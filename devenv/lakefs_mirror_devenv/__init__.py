@@ -17,13 +17,10 @@ from .build import (
 from .environment import (
     DEFAULT_REGIONS,
     DEVENV_TABLE,
-    Environment,
     RegionSpec,
-    default_state_dir,
     environment_down,
     environment_status,
     environment_up,
-    load_environment,
     parse_region_spec,
     stop_environment,
 )
@@ -31,6 +28,7 @@ from .link import LinkSpec, Toxiproxy, parse_link_spec, start_toxiproxy
 from .processes import DevenvError
 from .restart import restart_server, start_server, stop_server
 from .servers import LakeFSRegion, MinioInstance, start_lakefs, start_minio
+from .state import Environment, default_state_dir, load_environment
 from .versions import HELM_VERSION, LAKEFS_VERSION, MC_VERSION, MINIO_VERSION, PROMETHEUS_VERSION
 
 __all__ = [

@@ -1,15 +1,10 @@
 """The jars Spark needs to read and write ``s3a://`` paths, fetched from Maven Central once and cached.
 
-Why: the pyspark wheel bundles Hadoop's client (``hadoop-client-api``/``-runtime``) but not ``hadoop-aws``
-nor the AWS SDK it calls, so ``s3a://`` fails with ``ClassNotFoundException: S3AFileSystem``. The tests that
-drive Spark through lakeFS's S3 gateway need both, at exactly the Hadoop version the wheel bundles.
-
-How: Maven resolves ``hadoop-aws`` from a small generated pom, with the AWS SDK ``bundle`` excluded (it is
-~600 MB of every AWS service) and only the SDK modules S3A uses declared instead, and without the jars Spark
-already ships (netty, Apache HttpClient, SLF4J, commons-codec/-logging), so two versions of them never meet
-on one classpath. The set is ~12 MB. Like the server builds (``build.py``), it lands in ``cache_dir()``,
-keyed by version and by the pom's digest (``maven.ensure_maven_set``). Nothing is downloaded at test time:
-tests call this and find the cached directory.
+Why: the pyspark wheel bundles Hadoop's client but not ``hadoop-aws`` nor the AWS SDK modules it calls, so
+``s3a://`` fails with ``ClassNotFoundException: S3AFileSystem``. Maven resolves them from a small generated pom at
+the wheel's Hadoop version, without the ~600 MB SDK ``bundle`` and without the jars Spark already ships (so two
+versions never meet on one classpath): ~12 MB, cached in ``cache_dir()`` by version and pom digest
+(``maven.ensure_maven_set``). Nothing is downloaded at test time.
 """
 
 from __future__ import annotations

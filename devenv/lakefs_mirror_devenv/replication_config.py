@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from .environment import Environment
+from .state import Environment
 
 __all__ = ["config_variant", "dynamodb_local_settings", "replication_config_dict", "write_replication_configs"]
 

@@ -19,8 +19,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from .build import ensure_lakefs_binary, ensure_minio_binary
-from .environment import Environment
 from .processes import DevenvError, free_port, pid_alive, start_process, stop_pid, wait_http_ok
+from .state import Environment
 
 __all__ = ["SERVER_KINDS", "restart_server", "start_server", "stop_server"]
 

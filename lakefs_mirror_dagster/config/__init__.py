@@ -1,22 +1,11 @@
 """The replication service's configuration: one typed, frozen tree read from YAML plus ``REPLICATION_`` env.
 
-Why a hand-written loader instead of a generic one: a misconfigured replication service must refuse to start
-with *one* message that names the exact field (``commit_sensor.process_branches_duration: ...``), suggests
-the key that was probably meant, says whether the bad value came from the file or from which environment
-variable, and never prints a secret. The schema is plain frozen dataclasses; the loader walks their type
-hints, so the schema is the single source of truth for YAML keys, environment variable names, defaults and
-the example file.
-
-Shape and defaults follow the Transactional Mirroring reference ("Configuration Reference") and, for storage,
-lakeFS's own ``blockstore`` / ``blockstores`` sections (multi-storage reference); the sections ``lakefs``,
-``region_credentials``, ``transfer``, ``spark``, ``source_stores``, ``garbage_collection`` and the sqlite/postgres
-``mirrors_database`` are this implementation's own.
-
-One module per concern: ``values`` (secrets, durations, byte sizes, field checks), ``stores`` (blockstore
-settings), ``database`` (mirrors database, PostgreSQL URLs), ``sections`` (auth, logging, sensors, validator,
-transfer, spark, garbage collection), ``model`` (``ReplicationConfig``), ``binder`` (data to dataclasses), ``env``
-(``REPLICATION_*``), ``loader`` (``load_config``, ``parse_store``) and ``example.yaml``
-(``dump_example_config()``). Import from this package, not from the modules.
+Hand-written rather than generic so that a bad config refuses to start with one message naming the exact field,
+the key probably meant and where the value came from (file or variable), never printing a secret. The frozen
+dataclasses of the schema are the one source of YAML keys, variable names, defaults and ``example.yaml``. Shape
+and defaults follow the reference's "Configuration Reference" and lakeFS's ``blockstore(s)`` sections. One
+module per concern (``values``, ``stores``, ``database``, ``sections``, ``model``, ``binder``, ``env``,
+``loader``); import from this package, not from the modules.
 """
 
 from .database import DynamoDBSettings, MirrorsDatabaseConfig, PostgresSettings, SqliteSettings

@@ -82,8 +82,7 @@ def _create_mirror_through_api(service: ReplicationService, env: Environment) ->
     """POST the mirror to the source region's replication API, as the reference's curl command does."""
     from lakefs_mirror_devenv.processes import free_port
 
-    from ..service import create_app
-    from ..service.server import running_server
+    from ..service import create_app, running_server
 
     region = env.region(SOURCE)
     body = {

@@ -1,16 +1,8 @@
 """lakeFS's key-value records of a repository's commits, as its ref manager keeps them.
 
 Why: lakeFS orders a log by each commit's full-precision creation time, while its ``CreateCommitRecord`` API
-takes whole seconds. Writing the record itself, in lakeFS's format, keeps the source's sub-second time, so the
-mirror lists same-second commits in the source's order. The facts (lakeFS 1.84, ``pkg/graveler``):
-
-* a repository's records live in the partition ``<repository>-<instance_uid>``, the instance UID read from
-  the repository's record ``repos/<repository>`` in the partition ``graveler`` (``RepositoryData`` field 6);
-* a commit's key is ``commits/<commit ID>``; its value is the bare ``CommitData`` protobuf: id 1, committer 2,
-  message 3, creation_date 4 (``google.protobuf.Timestamp``: seconds 1, nanos 2), meta_range_id 5, metadata 6
-  (``map<string, string>``), parents 7, version 8, generation 9.
-
-The encoder is written here from those field numbers (proto3 rules: zero scalars and empty strings omitted).
+takes whole seconds. Writing the record itself, in lakeFS's format (lakeFS 1.84, ``pkg/graveler``), keeps the
+source's sub-second time, so the mirror lists same-second commits in the source's order.
 """
 
 from __future__ import annotations
@@ -43,7 +35,11 @@ def repository_key(repository: str) -> str:
 
 
 def repository_partition(repository: str, instance_uid: str) -> str:
-    """``graveler.RepoPartition``: where the repository's branches, tags and commits live."""
+    """``graveler.RepoPartition``: where the repository's branches, tags and commits live.
+
+    A repository's records live in the partition ``<repository>-<instance_uid>``, the instance UID read from the
+    repository's record ``repos/<repository>`` in the partition ``graveler`` (``RepositoryData`` field 6).
+    """
     return f"{repository}-{instance_uid}"
 
 
@@ -83,7 +79,13 @@ def _str_field(num: int, value: str) -> bytes:
 
 
 def encode_commit_data(commit: CommitData) -> bytes:
-    """The ``CommitData`` bytes lakeFS stores for ``commit`` (what ``decode_commit_data`` reads back)."""
+    """The ``CommitData`` bytes lakeFS stores for ``commit`` (what ``decode_commit_data`` reads back).
+
+    The key is ``commits/<commit ID>``; the value the bare ``CommitData`` protobuf, encoded here from its field
+    numbers (proto3 rules: zero scalars and empty strings omitted): id 1, committer 2, message 3, creation_date 4
+    (``google.protobuf.Timestamp``: seconds 1, nanos 2), meta_range_id 5, metadata 6 (``map<string, string>``),
+    parents 7, version 8, generation 9.
+    """
     timestamp = _varint_field(1, commit.creation_date_seconds) + _varint_field(2, commit.creation_date_nanos)
     out = [
         _str_field(1, commit.id),

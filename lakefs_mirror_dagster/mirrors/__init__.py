@@ -2,8 +2,8 @@
 garbage-collection marks, the refs in flight.
 
 All regions share it (PostgreSQL or DynamoDB), or one machine keeps it in a SQLite file.
-``open_mirrors_database`` opens the one the config names: ``MirrorStore`` (SQL) or ``DynamoMirrorStore``,
-both ``MirrorsDatabase``; they return plain dataclasses and raise the errors below.
+``open_mirrors_database`` opens the one the config names: ``MirrorStore`` (``sql/``) or ``DynamoMirrorStore``
+(``dynamodb/``), both ``MirrorsDatabase``; they return plain dataclasses and raise the errors below.
 """
 
 from .database import MirrorsDatabase, open_mirrors_database
@@ -19,6 +19,7 @@ from .errors import (
     NamespaceOverlap,
 )
 from .in_flight_model import RefInFlight
+from .inputs import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from .models import (
     ALLOWED_TRANSITIONS,
     Mirror,
@@ -29,14 +30,15 @@ from .models import (
     validation_namespace,
 )
 from .organizations import Organization, key_fingerprint
-from .store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MirrorStore
-from .wakeups import WAKEUP_KINDS, RefWakeup
+from .ref_kinds import REF_KINDS, RefKind
+from .sql import MirrorStore
+from .wakeups import RefWakeup
 
 __all__ = [
     "ALLOWED_TRANSITIONS",
     "DEFAULT_PAGE_SIZE",
     "MAX_PAGE_SIZE",
-    "WAKEUP_KINDS",
+    "REF_KINDS",
     "ConcurrentUpdate",
     "InvalidMirrorSpec",
     "InvalidStateTransition",
@@ -54,6 +56,7 @@ __all__ = [
     "NamespaceOverlap",
     "Organization",
     "RefInFlight",
+    "RefKind",
     "RefWakeup",
     "key_fingerprint",
     "new_mirror_id",

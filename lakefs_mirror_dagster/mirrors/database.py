@@ -18,15 +18,15 @@ from .organizations import Organization
 from .wakeups import MAX_WAKEUPS, RefWakeup
 
 if TYPE_CHECKING:
-    from ..config.database import MirrorsDatabaseConfig
+    from ..config import MirrorsDatabaseConfig
 
 __all__ = ["MirrorsDatabase", "open_mirrors_database"]
 
 
 class MirrorsDatabase(Protocol):
     """Mirror records, branch states, the validated-ranges cache, garbage-collection marks, the
-    organisations and the refs in flight; every write is decided by the database (see ``store.py`` and
-    ``dynamodb/__init__.py``)."""
+    organisations and the refs in flight; every write is decided by the database (see ``sql/`` and
+    ``dynamodb/``)."""
 
     @property
     def url(self) -> str:
@@ -167,6 +167,6 @@ def open_mirrors_database(config: MirrorsDatabaseConfig, *, create_tables: bool 
         from .dynamodb import DynamoMirrorStore
 
         return DynamoMirrorStore(config.dynamodb, create_tables=create_tables)
-    from .store import MirrorStore
+    from .sql.store import MirrorStore
 
     return MirrorStore(config.sqlalchemy_url, create_tables=create_tables)

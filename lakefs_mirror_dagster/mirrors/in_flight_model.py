@@ -14,11 +14,10 @@ from typing import Any
 
 from .errors import InvalidMirrorSpec
 from .inputs import check_branch
+from .ref_kinds import REF_KINDS
 
-__all__ = ["COUNTERS", "REF_KINDS", "RefInFlight", "check_in_flight"]
+__all__ = ["COUNTERS", "RefInFlight", "check_in_flight"]
 
-#: The kinds of refs an engine advances (``replication.results.RefKind`` values).
-REF_KINDS = ("branch", "tag")
 #: The progress counters, named as ``replication.progress.Progress`` names them.
 COUNTERS = ("ranges_planned", "ranges_done", "objects_planned", "objects_done", "bytes_done")
 

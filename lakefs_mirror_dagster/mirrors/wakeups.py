@@ -1,18 +1,11 @@
 """The wake-up queue of lakeFS action hooks: which refs of which mirrors changed at their source just now.
 
-``serve`` records one wake-up per (mirror, ref kind, ref) a hook names; the ``sync`` loop and the Dagster hooks
-sensor of the mirror's destination region read their region's queue every second or so, sync (or request a run
-for) each named ref, then acknowledge what they read. A wake-up queued again while it was being handled gets a
-new token, so an acknowledgement of the older one leaves it queued: no change is lost between read and ack.
-The queue only speeds things up; the polling passes still find every change a lost hook would have named.
-
-Several Dagster sensors of a mirror may listen to the queue at once (``hooks.sensor_listeners``): a tick takes
-a wake-up by *claiming* it, a compare-and-set of its token to a claim token (``@``, the claim's time, a random
-part), so exactly one tick takes it and the others go on waiting. An ack of the claim token removes it; a hook
-that queues the ref again meanwhile replaces the token, so the wake-up is served again. A claim older than
-``CLAIM_LEASE`` (its tick died) is taken like an unclaimed wake-up. Since ticks of different sensors are not
-deduplicated by Dagster's run keys, each of them also *records the run it requests* per (mirror, ref)
-(``request_run``): only the tick whose record holds requests a given run key.
+``serve`` queues one wake-up per (mirror, ref kind, ref) a hook names; the ``sync`` loop and the hooks sensors
+of the destination region read it, sync (or request a run for) each ref, then acknowledge. A ref queued again
+meanwhile gets a new token, so the older ack leaves it queued: no change is lost between read and ack. Several
+sensors may listen at once: a tick *claims* a wake-up (compare-and-set of its token, ``claim_token``), and
+records the run it requests (``request_run``), since Dagster deduplicates run keys per sensor only. The queue
+only speeds things up: the polling passes still find every change a lost hook would have named.
 """
 
 from __future__ import annotations
@@ -24,12 +17,12 @@ from datetime import UTC, datetime, timedelta
 
 from .errors import InvalidMirrorSpec
 from .inputs import check_branch
+from .ref_kinds import REF_KINDS
 
 __all__ = [
     "CLAIM_LEASE",
     "LOST_REQUEST",
     "MAX_WAKEUPS",
-    "WAKEUP_KINDS",
     "RefWakeup",
     "check_run_request",
     "check_wakeup",
@@ -38,8 +31,6 @@ __all__ = [
     "new_wakeup",
 ]
 
-#: ``ref_kind`` values: the refs a mirror syncs one by one.
-WAKEUP_KINDS = ("branch", "tag")
 #: Most wake-ups one read returns (the oldest first); the rest wait for the next read.
 MAX_WAKEUPS = 1000
 #: A claimed wake-up's token starts with this (a queued one is hex digits only).
@@ -73,8 +64,8 @@ def check_wakeup(mirror_id: str, destination_region: str, kind: str, ref: str, e
         raise InvalidMirrorSpec(f"invalid mirror id {mirror_id!r}")
     if not _REGION.match(destination_region):
         raise InvalidMirrorSpec(f"invalid destination region {destination_region!r}")
-    if kind not in WAKEUP_KINDS:
-        raise InvalidMirrorSpec(f"invalid ref kind {kind!r}: one of {', '.join(WAKEUP_KINDS)}")
+    if kind not in REF_KINDS:
+        raise InvalidMirrorSpec(f"invalid ref kind {kind!r}: one of {', '.join(REF_KINDS)}")
     check_branch(ref)
     if len(event) > 64:
         raise InvalidMirrorSpec(f"event type longer than 64 characters: {event[:70]!r}")
@@ -89,7 +80,12 @@ def new_wakeup(mirror_id: str, destination_region: str, kind: str, ref: str, eve
 
 
 def claim_token(now: datetime) -> str:
-    """The token a claim at ``now`` writes: ``@``, the time in whole seconds (10 digits), 16 hex digits."""
+    """The token a claim at ``now`` writes: ``@``, the time in whole seconds (10 digits), 16 hex digits.
+
+    Exactly one tick takes a wake-up by swapping its token for a claim token. An ack of the claim token removes
+    it; a hook that queues the ref again meanwhile replaces the token, so it is served again. A claim older than
+    ``CLAIM_LEASE`` (its tick died) is taken like an unclaimed wake-up.
+    """
     return f"{CLAIM_PREFIX}{int(now.timestamp()):010d}{secrets.token_hex(8)}"
 
 
@@ -112,8 +108,8 @@ def check_run_request(mirror_id: str, kind: str, ref: str, run_key: str, request
     """Refuse a run request record the store must not hold (``InvalidMirrorSpec``)."""
     if not mirror_id or len(mirror_id) > 64:
         raise InvalidMirrorSpec(f"invalid mirror id {mirror_id!r}")
-    if kind not in WAKEUP_KINDS:
-        raise InvalidMirrorSpec(f"invalid ref kind {kind!r}: one of {', '.join(WAKEUP_KINDS)}")
+    if kind not in REF_KINDS:
+        raise InvalidMirrorSpec(f"invalid ref kind {kind!r}: one of {', '.join(REF_KINDS)}")
     if kind == "branch":
         check_branch(ref)
     if not run_key or len(run_key) > 1024 or not requester or len(requester) > 255:

@@ -1,15 +1,10 @@
 """The mirror definitions as plain ``Definitions``: the factory users call, and the package's own code location.
 
-``lakefs_mirror_definitions`` is what a Dagster project adds (``Definitions.merge`` with its own): every active
-mirror of the region gets its source, branch-heads and tags assets, checks, jobs and sensors, plus the region's
-jobs (scrub, GC deletions, refs migration) and the mirrors-manager sensor. It forces no executor on the location,
-and the resources are bound under keys the caller chooses (or left for the caller to bind).
-
-``defs`` (``workspace.yaml``, ``[tool.dg]``, the demo) is that factory with the defaults. Importing this module does
-no I/O; building the definitions reads the replication config and lists the region's active mirrors from the
-mirrors database, tolerating failure of either: it then builds the manager sensor only, which reports the problem
-at its first tick. When a mirror is created or deleted at run time, the manager sensor notices that the active set
-differs from the one the definitions were built for and asks for a code location reload (``reload.py``).
+``lakefs_mirror_definitions`` gives every active mirror of the region its assets, checks, jobs and sensors, plus
+the region's jobs and the mirrors-manager sensor, forcing no executor and binding resources under the caller's
+keys; ``defs`` is that factory with the defaults. Importing does no I/O; building reads the config and the active
+mirrors and, if either fails, builds the manager sensor only, which reports the problem at its first tick and
+asks for a code location reload when the active set changes (``reload.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +17,7 @@ import dagster as dg
 from ..config import ConfigError, ReplicationConfig, SparkConfig
 from ..logs import log_fields
 from ..mirrors import MirrorState, open_mirrors_database
-from ..replication.storages import missing_stores
+from ..replication import missing_stores
 from .options import DEFAULT_OPTIONS, MirrorDefsOptions
 from .reload import Reload, reload_through, request_reload
 from .resources import ReplicationResource, resolve_config_path

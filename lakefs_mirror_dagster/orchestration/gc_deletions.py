@@ -34,7 +34,7 @@ def _replicate_gc_deletions(
 ) -> list[dict[str, Any]]:
     """One pass over the mirrors; the metadata says what was deleted per mirror. A mirror that failed fails the
     run (after every other mirror was done), naming it."""
-    from ..replication.gc_deletions import run_gc_deletions
+    from ..replication import run_gc_deletions
 
     results = run_gc_deletions(replication.service(), name=config.mirror or None, dry_run=config.dry_run)
     if config.mirror and not results:

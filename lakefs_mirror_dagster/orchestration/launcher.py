@@ -1,28 +1,10 @@
 """``ForkRunLauncher``: each run worker is a fork of a process that has already imported Dagster and this package.
 
-Dagster's default launcher asks the code server to start every run in a new Python interpreter, which imports
-Dagster and the code location before the run's first step: seconds of CPU per run, and for a short run (one
-branch, one commit) most of its time. This launcher starts one ``multiprocessing`` fork server per launching
-process (the daemon), once, with ``preload_modules`` imported, and forks each run worker from it; the worker then
-executes the run as ``dagster api execute_run`` does (same events, same run storage). Set it in
-``$DAGSTER_HOME/dagster.yaml``::
-
-    run_launcher:
-      module: lakefs_mirror_dagster.orchestration.launcher
-      class: ForkRunLauncher
-
-Runs start on the launching process's host, with its Python, environment and working directory, not the code
-server's: fit for one host where the daemon loads the workspace itself (``dagster dev``, ``dagster-daemon run -w``).
-Terminating a run sends its worker SIGINT (its pid is in the run's ``lakefs_mirror/run_worker_pid`` tag), which
-Dagster turns into a cancelled run.
-
-A worker that dies without a word (SIGKILL, the kernel's OOM killer, a reboot) leaves its run STARTED for ever:
-it would hold a slot of the run queue and its run key, so its branch would get no run until its next source
-commit. The launcher therefore answers Dagster's run monitoring (``check_run_worker_health``): a worker whose
-process is gone, or whose pid now names another process (its start time is in the run's
-``lakefs_mirror/run_worker_start`` tag), is reported failed, the monitoring daemon fails the run, and
-``run_retries`` with ``retry_on_asset_or_op_failure: false`` runs it again (a branch blocked by a bad object fails
-its step, and keeps its cooldown instead).
+Dagster's default launcher starts every run in a new interpreter that imports Dagster and the code location
+first: seconds of CPU per run, most of a short run's time. This one forks each worker from one warm fork server
+per launching process, and answers run monitoring so a worker that died silently does not hold its slot and run
+key for ever. Fit for one host where the daemon loads the workspace itself (``dagster dev``,
+``dagster-daemon run -w``).
 """
 
 from __future__ import annotations
@@ -112,7 +94,22 @@ def _worker_alive(pid: int, start: str) -> bool:
 
 
 class ForkRunLauncher(RunLauncher, ConfigurableClass):
-    """Launches each run as a fork of a warm fork server (see the module's docstring)."""
+    """Launches each run as a fork of a warm fork server.
+
+    One ``multiprocessing`` fork server per launching process (the daemon), started once with ``preload_modules``
+    imported; each worker executes its run as ``dagster api execute_run`` does (same events, same run storage).
+    Set it in ``$DAGSTER_HOME/dagster.yaml``::
+
+        run_launcher:
+          module: lakefs_mirror_dagster.orchestration.launcher
+          class: ForkRunLauncher
+
+    Runs start on the launching process's host, with its Python, environment and working directory. Terminating a
+    run sends its worker SIGINT (pid in the run's ``lakefs_mirror/run_worker_pid`` tag), which Dagster turns into
+    a cancelled run. ``check_run_worker_health`` reports failed a worker whose process is gone or whose pid now
+    names another process (start time in ``lakefs_mirror/run_worker_start``); the monitoring daemon fails the
+    run and ``run_retries`` (``retry_on_asset_or_op_failure: false``) runs it again.
+    """
 
     def __init__(self, inst_data: ConfigurableClassData | None = None, preload_modules: Sequence[str] = ()) -> None:
         self._inst_data = inst_data

@@ -1,19 +1,9 @@
 """``refs_migration_job``: dump -> copy -> restore of a list of repositories, one mapped branch each.
 
-The same library functions as ``lakefs-mirror refs dump|restore`` do the work, so the CLI and the job
-cannot drift apart. Run config (under ``ops.plan_refs_migration.config``)::
-
-    repositories: [sales, events]           # in the source region
-    target_namespace_root: s3://new/lakefs  # each repository goes to <root>/<name>
-    storage_id: ""                          # lakeFS storage id of the new store ("" = single store)
-    copy_data: true                         # copy the namespace first (false: it was copied already)
-    source_region: ""                       # default: the config's region
-    target_region: ""                       # default: the config's region
-    manifest_dir: refs-manifests            # every dump's manifest is written here
-
-Restoring into the source region (a store migration within one installation) reuses the repository's
-name: the source repository record is removed only after its data was copied, and recreated from its
-manifest if the restore fails. Every precondition of every repository is checked before any is touched.
+The same library functions as ``lakefs-mirror refs dump|restore`` do the work, so the CLI and the job cannot
+drift apart. Restoring into the source region (a store migration) reuses the repository's name: the source
+record is removed only after its data was copied, and recreated from its manifest if the restore fails. Every
+precondition of every repository is checked before any is touched.
 """
 
 # No ``from __future__ import annotations``: Dagster resolves op annotations (config classes) at runtime.
@@ -32,7 +22,7 @@ from ..refs import (
     migrate_repository,
     parse_manifest,
 )
-from ..storage.uri import join_namespace
+from ..storage import join_namespace
 from .options import DEFAULT_OPTIONS, MirrorDefsOptions
 from .resources import ReplicationResource
 
@@ -40,7 +30,7 @@ __all__ = ["RefsMigrationConfig", "build_refs_migration_job", "refs_migration_de
 
 
 class RefsMigrationConfig(dg.Config):
-    """Which repositories go where (see the module docstring)."""
+    """Which repositories go where (run config under ``ops.plan_refs_migration.config``)."""
 
     repositories: list[str] = Field(description="repositories to migrate (in the source region)")
     target_namespace_root: str = Field(description="new namespaces are <root>/<repository>")

@@ -1,15 +1,9 @@
 """``scrub_job`` and its hourly schedule: the mirrors' bytes re-read at rest and repaired, a slice at a time.
 
-The job runs ``ReplicationService.scrubber`` (the same as ``lakefs-mirror scrub``) on each of this region's
-active mirrors. The schedule passes slice ``hour % slices`` of ``slices`` (24 by default), so every range is read
-once a day and no run reads a whole mirror. It is off until an operator turns it on in the UI: scrubbing reads
-every byte of the mirrors, which costs requests and egress. Run config (``ops.scrub_mirrors.config``)::
-
-    mirrors: []          # names; empty: every active mirror of this region
-    slices: 24           # ranges are split into this many slices by ID
-    part: -1             # which slice; -1 (a run launched by hand): all of them
-    sample: 1.0          # fraction of the objects read
-    repair: true         # false: report only
+The job runs ``ReplicationService.scrubber`` (as ``lakefs-mirror scrub`` does) on this region's active mirrors.
+The schedule passes slice ``hour % slices`` of ``slices`` (24 by default), so every range is read once a day and
+no run reads a whole mirror. It is off until an operator turns it on: scrubbing reads every byte of the
+mirrors, which costs requests and egress.
 """
 
 # No ``from __future__ import annotations``: Dagster resolves op annotations (config classes) at runtime.
@@ -28,7 +22,7 @@ DEFAULT_SLICES = 24
 
 
 class ScrubConfig(dg.Config):
-    """What to scrub (see the module docstring)."""
+    """What to scrub, under ``ops.scrub_mirrors.config`` (a run launched by hand reads every slice)."""
 
     mirrors: list[str] = Field(default_factory=list, description="mirror names; empty: every active mirror")
     slices: int = Field(default=DEFAULT_SLICES, ge=1, description="ranges are split into this many slices")

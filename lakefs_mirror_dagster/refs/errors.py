@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..replication.errors import ReplicationError
+from ..replication import ReplicationError
 
 __all__ = ["ManifestError", "RefsError"]
 

@@ -1,16 +1,9 @@
 """``mirrors promote``: turn a read-only mirror into a writable repository in its region (disaster recovery).
 
-lakeFS cannot flip a repository's read-only flag, but it can restore a refs dump into a new bare
-repository on a namespace that already holds the data (a bare create skips the namespace probe). So:
-
-1. the mirror is marked ``failed`` with a "promoting" message, so no new sync pass or Dagster run
-   touches it (both only work on pending/creating/active mirrors);
-2. its refs are dumped (lakeFS allows a dump of a read-only repository) and the dump's IDs are kept in
-   the mirror's message, so a crash after step 3 can be resumed by running the promotion again;
-3. the read-only repository record is deleted (its data stays) and lakeFS is waited on to free the name;
-4. a writable bare repository with the same name, namespace and storage id is created and the refs
-   restored into it (if this fails, the read-only repository is put back and the mirror re-activated);
-5. the mirror is removed from the mirrors database, so replication of it stops for good.
+lakeFS cannot flip a repository's read-only flag, but it can restore a refs dump into a new bare repository on
+a namespace that already holds the data. So the mirror is fenced off, its refs dumped, its read-only record
+replaced by a writable one restored from the dump, and the mirror forgotten; a crash part-way is resumed by
+running the promotion again (steps in ``promote_mirror``).
 """
 
 from __future__ import annotations
@@ -76,7 +69,17 @@ def promote_mirror(
     manifest_dir: str | Path | None = None,
     polling: TaskPolling = DEFAULT_POLLING,
 ) -> PromotionResult:
-    """Promote this region's mirror ``name`` to a writable repository; see the module docstring."""
+    """Promote this region's mirror ``name`` to a writable repository.
+
+    1. the mirror is marked ``failed`` with a "promoting" message, so no new sync pass or Dagster run touches it
+       (both only work on pending/creating/active mirrors);
+    2. its refs are dumped (lakeFS allows a dump of a read-only repository) and the dump's IDs are kept in the
+       mirror's message, so a crash after step 3 can be resumed by running the promotion again;
+    3. the read-only repository record is deleted (its data stays) and lakeFS is waited on to free the name;
+    4. a writable bare repository with the same name, namespace and storage id is created and the refs restored
+       into it (if this fails, the read-only repository is put back and the mirror re-activated);
+    5. the mirror is removed from the mirrors database, so replication of it stops for good.
+    """
     region = service.config.region
     try:
         mirror = service.mirror_named(name, region)

@@ -1,20 +1,9 @@
 """``mirrors reverse``: failback. The recovered old source becomes a mirror of the repository promoted in its place.
 
-After a failover (``mirrors promote`` made region B's mirror ``P`` writable and writers moved there), region A
-comes back with its old repository ``S``: writable, on its own namespace, holding everything it had when it was
-lost. Reversing, run with region A's config:
-
-1. checks, changing nothing: ``S`` is writable in A, ``P`` writable in B, and no branch of ``S`` holds commits
-   that ``P`` lacks (a branch B never received, or one that moved on in A after B last synced) unless
-   ``allow_diverged``, whose commits then stay readable by ID in A (the dump keeps every commit);
-2. records the mirror ``S`` (source ``P`` in B) as ``failed`` with a "reversing" message holding ``S``'s refs
-   dump, so a crash in the next two steps is resumed by running ``reverse`` again;
-3. deletes ``S``'s repository record (the data stays) and restores the dump into a **read-only** bare repository
-   of the same name on the same namespace: every commit ``S`` had is still there, under the same IDs;
-4. marks the mirror active. The next sync walks ``P``'s history only back to commits ``S`` already has (commit
-   IDs are equal in both regions), so it copies only what B wrote since the failover.
-
-Switching back later is the same two commands the other way round: ``mirrors promote S`` in A, then
+After a failover (``mirrors promote`` made region B's mirror ``P`` writable), region A comes back with its old
+repository ``S``. Reversing, run with A's config, turns ``S`` into a read-only mirror of ``P`` without copying
+what ``S`` already holds: commit IDs are equal in both regions, so the next sync copies only what B wrote since
+the failover (steps in ``reverse_mirror``). Switching back later is ``mirrors promote S`` in A, then
 ``mirrors reverse P --source-region A --source-repository S`` in B.
 """
 
@@ -99,8 +88,17 @@ def reverse_mirror(
     manifest_dir: str | Path | None = None,
     polling: TaskPolling = DEFAULT_POLLING,
 ) -> ReversalResult:
-    """Make repository ``name`` of this region a read-only mirror of ``source_repository`` in ``source_region``
-    (see the module docstring). Raises ``RefsError`` naming what is wrong; nothing is changed then."""
+    """Make repository ``name`` (``S``) of this region a read-only mirror of ``source_repository`` (``P``) in
+    ``source_region``. Raises ``RefsError`` naming what is wrong; nothing is changed then.
+
+    1. checks, changing nothing: ``S`` is writable here, ``P`` writable at the source, and no branch of ``S``
+       holds commits ``P`` lacks unless ``allow_diverged`` (those commits then stay readable by ID here);
+    2. records the mirror ``S`` (source ``P``) as ``failed`` with a "reversing" message holding ``S``'s refs
+       dump, so a crash in the next two steps is resumed by running ``reverse`` again;
+    3. deletes ``S``'s repository record (the data stays) and restores the dump into a **read-only** bare
+       repository of the same name on the same namespace, every commit under the same ID;
+    4. marks the mirror active.
+    """
     region = service.config.region
     if source_region == region:
         raise RefsError(f"the new source must be in another region than {region}")

@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..storage import Blockstore, CopyTask, ObjectStat, listed_stats
-from ..storage.uri import join_namespace
+from ..storage import Blockstore, CopyTask, ObjectStat, join_namespace, listed_stats
 from .range_changes import RangeChanges
 from .validation import MAX_REPORTED
 

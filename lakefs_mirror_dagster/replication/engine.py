@@ -23,11 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from ..graveler.errors import GravelerError
-from ..graveler.ident import commit_id as compute_commit_id
-from ..graveler.range_id import verify_range_file
-from ..graveler.ranges import iter_range_refs
-from ..graveler.records import CommitData, RangeRef
+from ..graveler import CommitData, GravelerError, RangeRef, iter_range_refs, verify_range_file
+from ..graveler import commit_id as compute_commit_id
 from ..lakefs import Commit, LakeFSClient, LakeFSError, LakeFSNotFound
 from ..logs import log_fields
 from ..storage import DEFAULT_MAX_BYTES_IN_FLIGHT, Blockstore, CopyResult, ObjectStat, StorageError, TransferPool

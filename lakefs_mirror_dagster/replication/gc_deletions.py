@@ -1,19 +1,10 @@
 """Garbage-collection deletions: what lakeFS GC deleted from a source's namespace is deleted from its mirror's.
 
-lakeFS garbage collection deletes the objects of expired commits from the source's storage namespace and keeps
-the commit history. A mirror copies objects namespace-to-namespace under the same relative address
-(``SourceReader.namespace_uri`` at the source, ``join_namespace(mirror namespace, address)`` at the mirror, as
-``copy_plan`` does), so an object the mirror has and the source no longer has is one GC deleted. A pass lists both
-namespaces in key order (the blockstores list that way) and merges the two listings, in pages, so memory stays
-bounded whatever the namespaces hold. ``_lakefs/`` (range and metarange files) is never listed as data nor
-touched: the mirror keeps every commit, exactly as the source does.
-
-An object is deleted only when it was first seen missing at least the grace period ago (``gc_marks`` in the
-mirrors database keeps the first sighting, across runs and processes), is missing in this pass, and a HEAD at the
-source right before the delete still finds nothing. Deleted objects of old commits make those commits unreadable
-at the mirror, as they are at the source after GC. The validated-ranges cache only fingerprints range files,
-which GC leaves as they were, so once anything is deleted the mirror's entries are dropped (before the first
-delete and again at the end): a later sync checks a range again before it trusts it.
+A mirror copies objects under the same relative address, so an object the mirror has and the source no longer
+has is one GC deleted. A pass merges key-ordered listings of both namespaces in pages (bounded memory) and never
+touches ``_lakefs/``. An object goes only when first seen missing at least the grace period ago (``gc_marks``),
+missing in this pass, and still absent at a HEAD right before the delete. Once anything is deleted the
+validated-ranges cache of the mirror is dropped, so a later sync checks a range again before trusting it.
 """
 
 from __future__ import annotations
@@ -29,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..logs import log_fields
 from ..mirrors import Mirror, MirrorsDatabaseError, MirrorState
-from ..storage import Blockstore
-from ..storage.uri import join_namespace, namespace_prefix, relative_to_namespace
+from ..storage import Blockstore, join_namespace, relative_to_namespace
+from ..storage.uri import namespace_prefix
 from .errors import ReplicationError
 from .namespaces import check_namespace_free, is_mirror_repository
 from .plugs import ValidatedCache

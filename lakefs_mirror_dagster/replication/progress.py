@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..graveler.records import RangeRef
+from ..graveler import RangeRef
 
 __all__ = ["Progress", "ProgressListener", "ProgressReporter", "RefProgress"]
 

@@ -1,23 +1,11 @@
 """What a new range asks of a pass: its entries that are not byte for byte in the validated ranges it rewrites.
 
-When lakeFS inserts one key into a 50,000-entry range it writes a new range; the range it replaces (its base,
-validated earlier and still intact at the destination) holds the other 49,999 entries already checked there.
-``range_changes`` hashes the new range file (it must hash to its ID), compares its raw records with the base's
-and decodes only the records that differ. The transfer copies those entries' objects, validation checks them.
-
-Both run in one pass, on the same files: a ``RangeReads`` keeps each range's changes with the bytes they came
-from so validation, finding the same bytes at the destination, neither hashes nor compares them again. Once the
-transfer stored them it also keeps their MD5: a store that answers with the MD5 of what it holds then shows the
-file is those bytes without a read. It is bounded and the engine drops a metarange's files when done. Spark
-tasks pass none: each task computes its own.
-
-Across passes, ``VerifiedRanges`` keeps range files that hashed to their IDs, with their data blocks. A range
-file is named by the hash of its records, so what one pass verified is what any copy under that ID holds: the
-range a pass writes is the base the next pass's rewrite is compared with (the ``sync`` loop, a server), and it is
-neither read from the destination nor hashed again. The engine still only passes bases whose validated copies
-at the destination are intact, so what is remembered never decides what counts as validated. A rewrite is also
-checked against its base (``verify_range``): the blocks before the inserted key are the base's, byte for byte,
-and are neither decompressed nor hashed again.
+When lakeFS inserts one key into a 50,000-entry range it writes a new range whose base, validated earlier, holds
+the other 49,999. ``range_changes`` hashes the new file (it must hash to its ID), compares its raw records with
+the base's and decodes only those that differ. ``RangeReads`` keeps them with their bytes for the pass's
+validation; ``VerifiedRanges`` keeps range files that hashed to their IDs across passes, so the range one pass
+writes is the next pass's base without being read or hashed again. Only bases whose validated copies at the
+destination are intact are passed, so what is remembered never decides what counts as validated.
 """
 
 from __future__ import annotations
@@ -27,9 +15,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from ..graveler.range_id import VerifiedRange
-from ..graveler.ranges import EntryLocation, changed_entries, object_range
-from ..graveler.sstable import SSTableError
+from ..graveler import EntryLocation, SSTableError, VerifiedRange, changed_entries, object_range
 from ..storage import StorageError
 
 __all__ = ["PROCESS_VERIFIED_RANGES", "RangeChanges", "RangeReads", "VerifiedRanges", "range_changes"]

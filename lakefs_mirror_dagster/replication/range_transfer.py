@@ -1,15 +1,10 @@
 """Transferring one range: the one implementation the engine's own pool, a Spark task and every other path run.
 
-A range's objects that the destination lacks (or holds with another size or checksum) are copied on a
-``TransferPool``; the range file is written only when every object arrived, so a range file at the destination
-always means "all of my objects are there". Entries unchanged from the validated base ranges the new range
-rewrites are skipped without being decoded (``range_changes``); with a ``RangeReads`` the pass's validation
-reuses what was read here. The result is a small picklable summary (all a Spark task sends back).
-
-In ``transfer.mode: external`` (``copy_objects=False``) the objects are the store's own replication's job:
-none is copied, the ones copy mode would copy are counted as awaited, and the range file is written (unless
-the same file is there already: ``_lakefs/`` may replicate too) whether or not they arrived yet. The range file
-then promises nothing: validation, which checks every object, is what lets a commit be promoted.
+The objects the destination lacks (or holds with another size or checksum) are copied on a ``TransferPool``;
+the range file is written only when every object arrived, so a range file at the destination means "all my
+objects are there". Entries unchanged from the base ranges are skipped undecoded (``range_changes``). The
+result is a small picklable summary. In ``transfer.mode: external`` no object is copied (the store's own
+replication does it) and the range file promises nothing: validation is what lets a commit be promoted.
 """
 
 from __future__ import annotations
@@ -20,7 +15,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..graveler.sstable import SSTableError
+from ..graveler import SSTableError
 from ..lakefs import LakeFSError
 from ..storage import Blockstore, CopyResult, StorageError, TransferPool
 from .aside import aside

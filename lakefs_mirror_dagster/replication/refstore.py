@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ..config.database import DynamoDBSettings, RefstoreDatabaseConfig
+from ..config import DynamoDBSettings
+from ..config.database import RefstoreDatabaseConfig
 from ..errors import require_extra
 from ..graveler import CommitData, GravelerError, iter_commits, iter_range_refs, verify_range_file
 from ..graveler.commit_record import (
@@ -32,8 +33,8 @@ from ..graveler.commit_record import (
     repository_record,
 )
 from ..lakefs import Commit, LakeFSClient
+from ..mirrors import MirrorsDatabaseError
 from ..mirrors.dynamodb.table import make_client
-from ..mirrors.errors import MirrorsDatabaseError
 from .errors import ReplicationError
 
 __all__ = [

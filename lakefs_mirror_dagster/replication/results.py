@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from ..mirrors import RefKind
+
 __all__ = [
     "MOVED",
     "PROMOTED",
@@ -19,13 +21,6 @@ __all__ = [
     "SyncPassListener",
     "TransferStats",
 ]
-
-
-class RefKind(StrEnum):
-    """What a mirrored ref is (the values are what the CLI's JSON and the mirrors database say)."""
-
-    BRANCH = "branch"
-    TAG = "tag"
 
 
 class RefAction(StrEnum):

@@ -1,17 +1,10 @@
 """Scrub: re-read a mirror's bytes at rest, check them as strongly as lakeFS's records allow, repair from the source.
 
-Validation looks at an object once, when its range is new. Bit rot, or someone overwriting an object in the
-mirror's bucket, is invisible after that. A scrub reads, for the commits the mirror's refs point at:
-
-- each metarange and range file, which must hash to its own ID (the strongest check there is);
-- each object a range names, whose bytes must hash to the checksum lakeFS recorded (its MD5, or its multipart
-  ETag for a part size found, ``storage.checksums``), and have the recorded size. An object whose multipart
-  layout no part size explains is compared with the source's bytes instead.
-
-What differs is copied again from the source, through the same verifying copy as a sync (``TransferPool``, which
-refuses source bytes that do not match the record either). Work can be cut: ``sample`` checks that fraction of
-the objects, ``part`` (k, n) only the ranges whose ID falls in slice k of n, so a schedule can cover a large
-mirror a slice at a time. Objects with full (imported) addresses were not copied by the mirror and are skipped.
+Validation looks at an object once, when its range is new; bit rot or an overwrite in the mirror's bucket is
+invisible after that. A scrub reads, for the commits the mirror's refs point at, each metarange and range file
+(must hash to its ID) and each object (must match lakeFS's recorded checksum and size, ``storage.checksums``),
+and copies what differs again through the same verifying copy as a sync. ``sample`` and ``part`` (slice k of n
+by range ID) cut the work; objects with full (imported) addresses are skipped.
 """
 
 from __future__ import annotations
@@ -24,20 +17,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..graveler.range_id import verify_range_file
-from ..graveler.ranges import iter_entry_locations, iter_range_refs
-from ..graveler.sstable import SSTableError
+from ..graveler import SSTableError, iter_entry_locations, iter_range_refs, verify_range_file
 from ..lakefs import LakeFSError
 from ..storage import (
     DEFAULT_MAX_BYTES_IN_FLIGHT,
     Blockstore,
+    Check,
     ChecksumMismatchError,
     CopyTask,
     StorageError,
     TransferPool,
+    join_namespace,
 )
-from ..storage.checksums import Check, ContentHasher, ExpectedContent, RecordedChecksum, VerifyingReader
-from ..storage.uri import join_namespace
+from ..storage.checksums import ContentHasher, ExpectedContent, RecordedChecksum, VerifyingReader
 from .errors import ReplicationError
 from .heads import branch_heads, tag_commits
 from .source import RepositorySource

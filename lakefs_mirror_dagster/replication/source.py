@@ -1,15 +1,10 @@
 """Where the engine reads a source repository's bytes from.
 
-Two ways, one interface: through the source region's lakeFS API (needs no storage credentials for the
-source, works across any pair of stores), or directly from the source's object store when the config gives
-credentials for it (faster, and server-side copies when both sides share an S3 endpoint).
-
-Through the API, the objects of a range to copy are read from the store with URLs lakeFS presigns, a page of a
-thousand per request, where lakeFS can presign (S3, GCS, Azure) and the store answers from here. lakeFS spends
-about 2.5 ms of CPU on each object it serves itself and 0.2 ms on each object of such a page (measured on one
-MinIO-backed lakeFS 1.84), so the source region's lakeFS stops being the bottleneck of a backfill. Whatever a
-presigned read cannot do (lakeFS does not presign the store, the store cannot be reached from here, a URL near
-its expiry) is read through lakeFS as before; the copied bytes are checked against lakeFS's checksum either way.
+Two ways, one interface: through the source region's lakeFS API (no storage credentials, any pair of stores), or
+directly from the source's object store when the config gives credentials (faster; server-side copies when both
+sides share an S3 endpoint). Through the API, objects are read with URLs lakeFS presigns a page at a time, so
+lakeFS stops being the bottleneck of a backfill (benchmarks/README.md, "Reads through URLs lakeFS presigns");
+what cannot be presigned or reached is read through lakeFS. Bytes are checked against lakeFS's checksum either way.
 """
 
 from __future__ import annotations
@@ -35,10 +30,10 @@ from ..storage import (
     ReadableStream,
     StorageError,
     TransientStorageError,
+    join_namespace,
 )
 from ..storage.plain_http import HttpConnections, HttpStatusError
 from ..storage.streams import BodyReader
-from ..storage.uri import join_namespace
 from .validation import metadata_uri
 
 __all__ = ["PRESIGN_MIN_BYTES", "PRESIGN_MIN_OBJECTS", "ApiObjectReader", "RepositorySource", "SourceReader"]

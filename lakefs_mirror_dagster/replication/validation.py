@@ -11,11 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..graveler.range_id import verify_range_file
-from ..graveler.ranges import EntryLocation, iter_range_refs
-from ..graveler.sstable import SSTableError
-from ..storage import Blockstore, Check, ObjectNotFound, StorageError, at_rest_check, listed_stats
-from ..storage.uri import join_namespace
+from ..graveler import EntryLocation, SSTableError, iter_range_refs, verify_range_file
+from ..storage import Blockstore, Check, ObjectNotFound, StorageError, at_rest_check, join_namespace, listed_stats
 from .range_changes import RangeReads, range_changes
 
 __all__ = [

@@ -39,6 +39,7 @@ from ..mirrors import (
 from ..replication import ReplicationError, ReplicationService, branch_progress, describe_storages
 from ..storage import InvalidStorageURI, StorageError
 from . import rbac
+from .api_errors import ApiError
 from .auth import Authenticator, Identity, lakefs_verifier
 from .hooks import add_hooks_route
 from .lakefs_front import LakeFSFront
@@ -73,16 +74,6 @@ OPENAPI_PATH = f"{API_PREFIX}/openapi.json"
 #: ``Who`` dependency, and ``tests/service/test_authentication.py`` calls each route anonymously to prove it.
 #: The hooks route is not here: it authenticates lakeFS's webhook by ``hooks.secret`` (see ``hooks.py``).
 UNAUTHENTICATED_PATHS: frozenset[str] = frozenset({"/_health", "/_ready", "/metrics"})
-
-
-class ApiError(LakeFSMirrorError):
-    """An error answer: HTTP status and the message the caller sees."""
-
-    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.headers = dict(headers or {})
 
 
 @dataclass

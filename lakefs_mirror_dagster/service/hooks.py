@@ -17,8 +17,9 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..replication.hooks import SECRET_HEADER, HookEvent, queue_hook_event
-from ..replication.service import ReplicationService
+from ..replication import HookEvent, ReplicationService, queue_hook_event
+from ..replication.hooks import SECRET_HEADER
+from .api_errors import ApiError
 
 __all__ = ["HOOKS_PATH", "HookAnswer", "LakeFSHookBody", "add_hooks_route"]
 
@@ -47,7 +48,6 @@ class HookAnswer(BaseModel):
 
 def add_hooks_route(app: FastAPI, state: Callable[[Request], Any], errors: dict[int | str, dict[str, Any]]) -> None:
     """Register the hooks endpoint on ``app``; ``state(request)`` gives the app's service (``app._state``)."""
-    from .app import ApiError
 
     @app.post(
         HOOKS_PATH,

@@ -11,12 +11,10 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 
-from ..graveler.range_id import verify_range_file
-from ..graveler.ranges import iter_range_refs
+from ..graveler import iter_range_refs, verify_range_file
 from ..lakefs import Commit
-from ..replication.engine import RangeBatch, RangeTransferer
-from ..replication.range_changes import RangeReads, range_changes
-from ..replication.results import TransferStats
+from ..replication import RangeReads, RangeTransferer, TransferStats, range_changes
+from ..replication.engine import RangeBatch
 from ..replication.validation import base_reader
 from ..storage import Blockstore
 

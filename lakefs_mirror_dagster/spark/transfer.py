@@ -16,11 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..lakefs import Commit, LakeFSClient
+from ..replication import RangeTransferSummary, SourceReader, TransferStats, transfer_range
 from ..replication.engine import RangeBatch
 from ..replication.failpoints import failpoint
-from ..replication.range_transfer import RangeTransferSummary, transfer_range
-from ..replication.results import TransferStats
-from ..replication.source import SourceReader
 from ..storage import DEFAULT_MAX_BYTES_IN_FLIGHT, TransferPool
 from .errors import SparkTransferError
 

@@ -17,8 +17,8 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..replication.engine import RangeBatch, in_process_validator
-from ..replication.validation import RangeValidation, validate_range
+from ..replication import RangeValidation, in_process_validator, validate_range
+from ..replication.engine import RangeBatch
 from .errors import SparkValidationError
 
 if TYPE_CHECKING:

@@ -1,20 +1,10 @@
 """A blockstore on Azure Blob Storage: object bytes through obstore (``native``), the rest through the official
 ``azure-storage-blob`` SDK.
 
-URIs are the ones lakeFS writes for Azure, ``https://<account>.blob.core.windows.net/<container>/<path>``
-(another ``domain`` for sovereign clouds). With an ``endpoint`` (lakeFS's ``test_endpoint_url``: the
-account URL, e.g. Azurite's ``http://127.0.0.1:10000/devstoreaccount1``; without a path the account is
-appended), requests go there instead, and URIs under it
-(``http://127.0.0.1:<port>/<account>/<container>/<path>``) are accepted too. Listings answer in the form
-of the listed prefix.
-
-GET, Put Blob, Put Block / Put Block List and Get Blob Properties go through obstore's ``AzureStore`` with the
-account key (obstore signs them in Rust, with the GIL released). Listings (by string prefix; object_store lists by
-path segment), deletes (with their snapshots) and container calls stay on the SDK.
-
-Writes are all-or-nothing: small objects are one Put Blob; larger ones are staged block by block (the byte budget
-reserves the blocks in flight, ``native.UPLOAD_PARTS_HELD``) and appear only when the block list is committed. A
-failed write commits nothing; Azure discards uncommitted blocks by itself.
+URIs are the ones lakeFS writes (``https://<account>.blob.core.windows.net/<container>/<path>``, or under an
+``endpoint`` such as Azurite's). GET, Put Blob, Put Block (List) and Get Blob Properties are signed by obstore in
+Rust with the GIL released; listings by string prefix, deletes and container calls stay on the SDK. Writes are
+all-or-nothing: larger objects are staged block by block and appear only when the block list is committed.
 """
 
 from __future__ import annotations

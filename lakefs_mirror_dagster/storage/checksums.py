@@ -1,23 +1,10 @@
 """Content checks for copied objects, as exact as what lakeFS recorded allows.
 
-What lakeFS v1.84 records as an entry's checksum (read from its source):
-
-- an object written in one piece (S3 gateway PUT, API upload, on any blockstore): the MD5 of the bytes,
-  computed by lakeFS itself while it stores them;
-- an object completed through a multipart upload on the S3 gateway: the multipart ETag, that is the MD5
-  of the concatenated binary MD5s of the parts, **without** its ``-<parts>`` suffix (lakeFS cuts it; the
-  local blockstore computes the same value);
-- a presigned multipart upload through the API: the store's multipart ETag with its suffix (``<hex>-<n>``);
-- ``link_physical_address``: whatever the client passed (usually the store's ETag), quotes stripped.
-
-So a checksum of 32 hex digits is either the content MD5 or a multipart ETag, and only the bytes can tell.
-A copy hashes what it streams: the whole MD5, the one-part multipart ETag (free), and the multipart ETag
-for each candidate part size. The check an object passed is recorded (``Check``). An object of at most
-5 MiB cannot have two parts under S3's rules (every part but the last is at least 5 MiB), so its checksum
-is always checkable and bytes that match nothing are refused. A larger one whose checksum matches no part
-size tried is read a second time with every common part size (and the source store's own part size where
-it can tell); if that still explains nothing but both reads delivered the same bytes, the checksum is a
-layout we cannot reproduce (non-uniform parts), and the object is accepted by size, counted as such.
+lakeFS (v1.84) records an entry's checksum as the MD5 of its bytes, or a multipart ETag (with or without its
+``-<parts>`` suffix), or whatever ``link_physical_address`` was given; 32 hex digits can be either, and only the
+bytes tell. A copy hashes what it streams for the MD5 and each candidate part size, and records the check an
+object passed (``Check``). An object over 5 MiB that no part size explains is read again with every common part
+size; if it still matches nothing but both reads agree, it is accepted by size, counted as such.
 """
 
 from __future__ import annotations
@@ -69,7 +56,14 @@ class Check(StrEnum):
 
 @dataclass(frozen=True)
 class RecordedChecksum:
-    """An ETag-like checksum split into its hex digest and its ``-<parts>`` suffix (None where absent)."""
+    """An ETag-like checksum split into its hex digest and its ``-<parts>`` suffix (None where absent).
+
+    What lakeFS v1.84 records (read from its source): an object written in one piece, the MD5 lakeFS computed;
+    one completed by a multipart upload on the S3 gateway, the multipart ETag without its ``-<parts>`` suffix (the
+    local blockstore computes the same); a presigned multipart upload through the API, the store's ETag with its
+    suffix; ``link_physical_address``, whatever the client passed, quotes stripped. An object of at most 5 MiB cannot
+    have two parts under S3's rules, so its checksum is always checkable.
+    """
 
     hex: str | None
     parts: int | None = None

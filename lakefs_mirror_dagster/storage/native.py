@@ -1,18 +1,10 @@
 """Object GET, PUT (single and multipart) and HEAD through obstore (Rust's object_store): one data path for the
 S3 and Azure stores (``s3_native``, ``azure``).
 
-A backfill of small objects is bound by the client's CPU per request. obstore signs and sends requests in Rust
-with the GIL released: a 16 KiB GET + PUT costs 1.6 ms of the copier's CPU against MinIO where the hand-written
-SigV4 + urllib3 path it replaced cost 2.8 to 3.5 ms (and boto3 more).
-
-Multipart uploads go through obstore's buffered writer (``open_writer``): the store still picks the part size
-(the writer's buffer size, so every part but the last has exactly that size and an S3 multipart ETag at the mirror
-is the one that part size gives). The writer sends up to ``UPLOAD_CONCURRENCY`` parts at once while the next part
-is filled, so an upload holds at most ``UPLOAD_PARTS_HELD`` parts: what the byte budget reserves for it. A failure
-while parts are written aborts the upload (S3: AbortMultipartUpload; Azure: nothing was committed, and Azure drops
-uncommitted blocks), and so does a refused completion. A part that fails only after the last one was handed over
-makes object_store's ``finish`` return without an abort: on S3 the upload stays incomplete (never a visible
-object) until the bucket's lifecycle rule removes it.
+A backfill of small objects is bound by the client's CPU per request; obstore signs and sends in Rust with the GIL
+released (figures: benchmarks/README.md, "obstore against the paths it replaced"; ``store_paths.py``). Multipart
+uploads use obstore's buffered writer: every part but the last has the writer's buffer size, at most
+``UPLOAD_PARTS_HELD`` parts are held, and a failure aborts the upload (details on ``NativeRequests``).
 """
 
 from __future__ import annotations
@@ -124,7 +116,15 @@ def native_error(exc: Exception) -> Exception:
 
 class NativeRequests:
     """obstore stores, one per bucket or container (obstore binds a store to one), sharing one Rust runtime.
-    Errors are raised as ``native_error`` gives them."""
+    Errors are raised as ``native_error`` gives them.
+
+    The writer sends up to ``UPLOAD_CONCURRENCY`` parts at once while the next is filled, so an upload holds at most
+    ``UPLOAD_PARTS_HELD`` parts: what the byte budget reserves for it; the S3 multipart ETag at the mirror is the one
+    that part size gives. A failure while parts are written aborts the upload (S3: AbortMultipartUpload; Azure:
+    nothing was committed and Azure drops uncommitted blocks), and so does a refused completion. A part failing only
+    after the last one was handed over makes object_store's ``finish`` return without an abort: on S3 the upload
+    stays incomplete (never a visible object) until the bucket's lifecycle rule removes it.
+    """
 
     #: Whether single PUTs go without a signed payload (S3, ``s3_native``); multipart parts then go through stores
     #: of their own (``_new_store(..., for_parts=True)``), which sign them.

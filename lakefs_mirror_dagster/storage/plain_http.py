@@ -1,12 +1,9 @@
 """GETs and PUTs of ready-made (presigned) URLs on a small keep-alive pool of ``http.client`` connections.
 
-A presigned request needs no signing, no redirects and no retries of its own (the transfer pool retries objects):
-
-- **GET** (lakeFS's presigned reads): urllib3's pool manager only added Python work per request, 0.49-0.61 ms of
-  CPU per 16 KiB object on a 2-core machine against 0.23 ms for ``http.client`` alone, at 16 threads against MinIO.
-  A body is read straight from the socket into the caller's buffer (``readinto``).
-- **PUT** (``s3_native``'s streamed single PUTs): the body is sent piece by piece as the source delivers it, so a
-  large object is never held whole, and its GET and PUT overlap.
+A presigned request needs no signing, no redirects and no retries of its own (the transfer pool retries
+objects). GETs (lakeFS's presigned reads) skip urllib3's per-request Python work (figures: benchmarks/README.md,
+"The presigned GETs' connection pool") and read bodies straight into the caller's buffer; PUTs (``s3_native``'s
+streamed single PUTs) send the body piece by piece as the source delivers it, so GET and PUT overlap.
 """
 
 from __future__ import annotations

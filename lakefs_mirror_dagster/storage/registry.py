@@ -1,22 +1,9 @@
 """Blockstores built from the replication config's typed store settings, and the store that serves a URI.
 
-``build_blockstore(store, multipart_threshold=..., multipart_chunk_size=...)`` takes a ``StoreConfig`` (or a
-``BlockstoreConfig``) from ``lakefs_mirror_dagster.config``: sizes arrive as ``int``s the config parsed (there
-is no second size parser here), and credentials stay ``Secret`` until this module hands them to the client it
-builds. lakeFS's ``max_retries`` becomes botocore's total attempts (+1); ``profile``, ``credentials_file``,
-``skip_verify_certificate_test_only``, ``server_side_encryption[_kms_key_id]``, ``local.allowed_external_prefixes``,
-gs's ``endpoint`` / ``credentials_json`` / ``credentials_file`` / ``server_side_encryption_kms_key_id`` and azure's
-``storage_account`` / ``storage_access_key`` / ``domain`` / ``test_endpoint_url`` / ``try_timeout`` are honoured.
-
-lakeFS-shaped mappings (the dev environment's regions, tests) are accepted as well and go through the config's
-own checks first (``config.parse_store``), so they are read exactly as a config file would be::
-
-    {"id": "minio-prod", "type": "s3",
-     "s3": {"endpoint": "http://127.0.0.1:9000", "force_path_style": True,
-            "credentials": {"access_key_id": "...", "secret_access_key": "..."}}}
-    {"type": "local", "local": {"path": "/var/lib/lakefs/block"}}      # no id: the store ""
-
-``StoreSpec`` carries a typed store and the transfer sizes to a Spark task (broadcast, never in a closure).
+``build_blockstore`` takes a ``StoreConfig`` (or ``BlockstoreConfig``) whose sizes the config already parsed (no
+second size parser) and whose credentials stay ``Secret`` until handed to the client built here. lakeFS-shaped
+mappings (the dev environment's regions, tests) go through the config's own checks first (``config.parse_store``),
+so they are read exactly as a config file would be. ``StoreSpec`` carries a typed store to a Spark task.
 """
 
 from __future__ import annotations
@@ -182,7 +169,12 @@ def build_blockstore(
 
     ``multipart_threshold`` / ``multipart_chunk_size`` are the replication config's ``transfer`` sizes, as
     ``int``s (S3, gs and azure stores use them; unset: each store's defaults). Secrets are revealed here, to the
-    client only.
+    client only. lakeFS's ``max_retries`` becomes botocore's total attempts (+1). A mapping is lakeFS-shaped::
+
+        {"id": "minio-prod", "type": "s3",
+         "s3": {"endpoint": "http://127.0.0.1:9000", "force_path_style": True,
+                "credentials": {"access_key_id": "...", "secret_access_key": "..."}}}
+        {"type": "local", "local": {"path": "/var/lib/lakefs/block"}}      # no id: the store ""
     """
     store = _typed(settings)
     sizes = _Sizes()

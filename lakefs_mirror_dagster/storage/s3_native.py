@@ -1,21 +1,10 @@
 """The S3 store's obstore requests (``native``): object GET, PUT (single and multipart), HEAD and directory listings.
 
-Credentials come from the boto3 session's provider chain on every refresh (obstore's ``Boto3CredentialProvider``),
-so profiles, session and refreshed credentials keep working. Addressing, SSE, timeouts and retries come from the
-store's settings.
-
-What checks the bytes on their way into the store: obstore sends no Content-MD5. A single PUT goes with
-``UNSIGNED-PAYLOAD`` in place of the SHA-256 of its body (S3's SigV4 rules do not tie it to HTTPS, MinIO accepts
-it over HTTP; the signature still covers the request's headers), so neither this process nor the store hashes the
-body a second time; the store's answer is the MD5 of what it stored (its ETag), which ``transfer`` compares with
-lakeFS's MD5 (or, where it hashed the bytes itself, with theirs), deleting the object when they differ. Parts of
-a multipart upload have no ETag this package sees, so they stay signed: the store refuses a part whose SHA-256
-does not match. With server-side encryption asked for, the ETag may not be an MD5, so single PUTs are signed as
-well.
-A listing parsed by botocore cost as much CPU as the copies it checked (XML and dateutil per key); obstore parses
-it in Rust. Listings of prefixes that are not plain directories (obstore matches whole path segments and escapes some
-characters), server-side copies across buckets (obstore copies within one bucket only) and bucket calls stay on
-boto3.
+Credentials come from the boto3 session's provider chain on every refresh, so profiles and refreshed credentials
+keep working. A single PUT goes ``UNSIGNED-PAYLOAD`` (no second hash of the body): the store's ETag, the MD5 of
+what it stored, is compared with lakeFS's by ``transfer``, which deletes the object when they differ; multipart
+parts and SSE writes stay signed. Listings are parsed in Rust (botocore's XML cost as much CPU as the copies it
+checked); non-directory prefixes, cross-bucket copies and bucket calls stay on boto3.
 """
 
 from __future__ import annotations

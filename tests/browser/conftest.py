@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from lakefs_mirror_devenv import Environment
 from lakefs_mirror_devenv.dagster_webserver import dagster_webserver
-from lakefs_mirror_devenv.environment import STATE_FILE, load_environment, stop_environment
+from lakefs_mirror_devenv.environment import stop_environment
+from lakefs_mirror_devenv.state import STATE_FILE, load_environment
 
 __all__ = ["DemoState", "chromium_path", "dagster_ui", "demo_state"]
 

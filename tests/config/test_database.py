@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import pytest
 from sqlalchemy.engine import URL, make_url
 
-import lakefs_mirror_dagster.mirrors.store as store_module
+import lakefs_mirror_dagster.mirrors.sql.store as store_module
 from lakefs_mirror_dagster.config import parse_config
 from lakefs_mirror_dagster.config.database import with_psycopg
 from lakefs_mirror_dagster.mirrors import Organization

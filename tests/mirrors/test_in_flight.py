@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import create_engine, inspect
 
 from lakefs_mirror_dagster.mirrors import InvalidMirrorSpec, MirrorNotFound, MirrorsDatabase, MirrorStore, RefInFlight
-from lakefs_mirror_dagster.mirrors.schema import refs_in_flight
+from lakefs_mirror_dagster.mirrors.sql.schema import refs_in_flight
 
 from .conftest import mirror_id_in
 

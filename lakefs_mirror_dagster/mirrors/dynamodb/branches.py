@@ -1,4 +1,4 @@
-"""Per-branch state of a mirror in DynamoDB (see ``mirrors/branches.py`` for what the fields mean).
+"""Per-branch state of a mirror in DynamoDB (see ``mirrors/sql/branches.py`` for what the fields mean).
 
 Each write is one transaction: a check that the mirror still exists and the update of the branch item, so
 no branch is ever written for a deleted mirror. ``block_branch`` counts attempts by compare-and-set on the

@@ -1,4 +1,4 @@
-"""Garbage-collection marks in DynamoDB (see ``mirrors/gc_marks.py`` for the grace period they keep).
+"""Garbage-collection marks in DynamoDB (see ``mirrors/sql/gc_marks.py`` for the grace period they keep).
 
 One item per (mirror, address): noting sets ``last_missing_at`` and sets ``first_missing_at`` only if absent,
 in one update, so a first sighting is never moved. A sweep deletes a mark only on the condition that it was not

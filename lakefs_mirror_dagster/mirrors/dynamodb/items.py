@@ -1,26 +1,9 @@
 """How the mirrors database lies in one DynamoDB table: the keys of each kind of item, and values both ways.
 
-One table, string partition key ``pk`` and sort key ``sk``:
-
-=====================================  ==================  ==============================================
-item                                   pk                  sk
-=====================================  ==================  ==============================================
-mirror                                 ``mirrors``         mirror id (sorted: ids sort by creation time)
-name claim (one name per region)       ``name/<region>/<name>``          ``-``
-namespace claim (one per region+store) ``namespace/<sha256>``            ``-``
-branch of a mirror                     ``branches/<mirror id>``          branch name
-validated range                        ``validated/<sha256 of namespace>``  range id
-garbage-collection mark                ``gc/<mirror id>``  sha256 of the object's address
-ref in flight (in_flight.py)           ``in_flight/<mirror id>``         ``<kind>/<ref>``
-organisation                           ``organizations``   organization id
-hook wake-up (``wakeups.py``)          ``wakeups/<region>``  ``<mirror id>\0<kind>\0<ref>``
-a ref's last sensor run request        ``run_requests/<mirror id>``     ``<kind>\0<ref>``
-=====================================  ==================  ==============================================
-
-All mirrors share one partition so that a strongly consistent Query lists them in id order, as the SQL
-store does; mirror definitions are few and rarely written. Claims are separate items written in the same
-transaction as the mirror, which is how DynamoDB enforces uniqueness. Namespaces are hashed into keys since
-they may be longer than a key may be. Times are ISO 8601 UTC strings; absent optional fields are absent.
+One table, string keys ``pk`` and ``sk`` (the layout is written out above ``KEY_ATTRIBUTES``). All mirrors share
+one partition so a strongly consistent Query lists them in id order, as the SQL store does; uniqueness is
+claim items written in the mirror's transaction. Namespaces are hashed into keys (they may be longer than a
+key); times are ISO 8601 UTC strings; absent optional fields are absent.
 """
 
 from __future__ import annotations
@@ -54,6 +37,17 @@ __all__ = [
 #: A DynamoDB item in the low-level client's form: attribute name -> {"S": ...} / {"N": ...}.
 Item = dict[str, Any]
 
+# item                                   pk                                  sk
+# mirror                                 mirrors                             mirror id (ids sort by creation time)
+# name claim (one name per region)       name/<region>/<name>                -
+# namespace claim (one per region+store) namespace/<sha256>                  -
+# branch of a mirror                     branches/<mirror id>                branch name
+# validated range                        validated/<sha256 of namespace>     range id
+# garbage-collection mark                gc/<mirror id>                      sha256 of the object's address
+# ref in flight (in_flight.py)           in_flight/<mirror id>               <kind>/<ref>
+# organisation                           organizations                       organization id
+# hook wake-up (wakeups.py)              wakeups/<region>                    <mirror id> <kind> <ref>
+# a ref's last sensor run request        run_requests/<mirror id>            <kind> <ref>
 KEY_ATTRIBUTES = ("pk", "sk")
 MIRRORS = "mirrors"
 ORGANIZATIONS = "organizations"

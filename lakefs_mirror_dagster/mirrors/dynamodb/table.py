@@ -19,7 +19,7 @@ from ..errors import MirrorsDatabaseError, MirrorsDatabaseUnavailable
 from .items import KEY_ATTRIBUTES, Item
 
 if TYPE_CHECKING:
-    from ...config.database import DynamoDBSettings
+    from ...config import DynamoDBSettings
 
 __all__ = ["Cancelled", "ConditionFailed", "DynamoTable", "make_client"]
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from ...replication.validation import RangeValidation
+from ...replication import RangeValidation
 
 if TYPE_CHECKING:
     from ...spark.wiring import SparkUse

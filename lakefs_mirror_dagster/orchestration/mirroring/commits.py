@@ -1,24 +1,11 @@
 """Per-mirror commit sensor: finds branches (and tags) that differ from the mirror and requests runs.
 
-Each tick compares the source repository's branches with the mirror's (both paginated listings), adds
-new branch partitions, requests one run per branch that differs, and removes partitions of branches that
-exist on neither side. Run keys are ``<mirror>/<branch>/<source head>@<mirror head>``: the same state
-never launches two runs (a commit that fails validation is not retried every tick), and any change of
-either head, including a mirror branch moved by a concurrent run, gets a fresh run. A branch whose last run was
-blocked at its current source head (``replication/retry.py``) gets no run before its cooldown ends, and then
-one keyed ``<mirror>/<branch>/<source head>@<mirror head>/retry-<n>``, ``n`` being the number of blocked tries
-of that head so far: each retry is a new key, and the same retry is never requested twice. A tick stops after
-``max_requests`` run requests or ``budget_seconds``; the cursor then says where the next tick resumes.
-Tags are compared as a whole set each tick: when they differ, one run of the mirror's ``tags`` asset is
-requested, keyed ``<mirror>/tags/<source digest>@<mirror digest>``.
-With ``hooks.enabled`` the sensor also ticks every second between its scans, for the refs lakeFS hooks queued
-(``replication/hooks.py``), with the same keys; with ``hooks.sensor_wait`` such a tick waits that long for one.
-With ``hooks.sensor_listeners`` above 1, hooks sensors (``hooks_sensor_name``) wait for hooks beside it: Dagster
-starts a sensor's tick at most once per daemon loop (5 s) and never while its last tick runs, so one sensor that
-found a hook leaves nobody listening until the next loop. The listeners claim wake-ups (exactly one tick takes
-each), take turns waiting across the next loop, and since Dagster deduplicates run keys per sensor only, every
-run key any of these sensors requests (the full scan's too) is first recorded per (mirror, ref) in the mirrors
-database (``request_run``) and dropped when another sensor recorded it or already has a run with it.
+Each tick compares source and mirror branches (paginated), keeps the branch partitions in step and requests one
+run per differing branch, keyed ``<mirror>/<branch>/<source head>@<mirror head>`` (``/retry-<n>`` after a
+blocked head's cooldown): one state never launches two runs, any change of a head gets a fresh one. Tags are
+compared as a set, one ``tags`` run per difference. A tick stops at ``max_requests`` or ``budget_seconds`` and
+its cursor resumes. With hooks, listeners tick between scans for queued wake-ups (``sensor_listeners``; details
+on ``hooks_sensor_name``); every run key is first recorded per (mirror, ref), since Dagster deduplicates per sensor.
 """
 
 import datetime as dt
@@ -90,7 +77,14 @@ def commit_sensor_name(mirror: str, options: MirrorDefsOptions = DEFAULT_OPTIONS
 
 
 def hooks_sensor_name(mirror: str, listener: int, options: MirrorDefsOptions = DEFAULT_OPTIONS) -> str:
-    """The ``listener``-th (2, 3, ...) sensor that waits for ``mirror``'s hooks (the commit sensor is the first)."""
+    """The ``listener``-th (2, 3, ...) sensor that waits for ``mirror``'s hooks (the commit sensor is the first).
+
+    With ``hooks.enabled`` the commit sensor also ticks every second between its scans for the refs hooks queued
+    (``replication/hooks.py``), waiting up to ``hooks.sensor_wait`` for one. Dagster starts a sensor's tick at most
+    once per daemon loop (5 s) and never while its last tick runs, so one sensor that found a hook leaves nobody
+    listening until the next loop: with ``hooks.sensor_listeners`` above 1 these sensors wait beside it, claim
+    wake-ups (exactly one tick takes each) and take turns waiting across the next loop.
+    """
     return options.name(f"{mirror.replace('-', '_')}_hooks_{listener}")
 
 

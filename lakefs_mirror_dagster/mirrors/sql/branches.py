@@ -9,9 +9,9 @@ from typing import Any
 from sqlalchemy import Connection, case, delete, select
 from sqlalchemy.exc import IntegrityError
 
-from .errors import MirrorNotFound
-from .inputs import block_fields, branch_changes, utc_now
-from .models import MirrorBranch
+from ..errors import MirrorNotFound
+from ..inputs import block_fields, branch_changes, utc_now
+from ..models import MirrorBranch
 from .rows import select_mirror
 from .schema import mirror_branches
 from .transactions import Transactions

@@ -11,10 +11,10 @@ from datetime import datetime
 
 from sqlalchemy import Column, Connection, Index, String, Table, and_, delete, or_, select, update
 
-from .inputs import chunks
+from ..inputs import chunks
+from ..wakeups import MAX_WAKEUPS, RefWakeup, check_run_request, claim_token, new_wakeup, with_token
 from .schema import UTCDateTime, metadata
 from .transactions import Transactions, rowcount
-from .wakeups import MAX_WAKEUPS, RefWakeup, check_run_request, claim_token, new_wakeup, with_token
 
 __all__ = ["WakeupQueue", "ref_wakeups", "run_requests"]
 

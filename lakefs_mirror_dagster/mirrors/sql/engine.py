@@ -15,9 +15,9 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 
-from ..config.database import with_psycopg
-from ..errors import needs_extra
-from .errors import InvalidMirrorSpec, MirrorsDatabaseError
+from ...config.database import with_psycopg
+from ...errors import needs_extra
+from ..errors import InvalidMirrorSpec, MirrorsDatabaseError
 
 __all__ = ["READ_ONLY", "make_engine"]
 

@@ -15,9 +15,9 @@ from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 
-from .common import StoreCommon
+from ..common import StoreCommon
+from ..errors import MirrorsDatabaseUnavailable
 from .engine import READ_ONLY
-from .errors import MirrorsDatabaseUnavailable
 
 __all__ = ["STATEMENT_CHUNK", "Transactions", "rowcount"]
 

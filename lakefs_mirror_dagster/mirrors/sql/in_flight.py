@@ -9,8 +9,8 @@ from typing import Any
 from sqlalchemy import Connection, delete, select
 from sqlalchemy.exc import IntegrityError
 
-from .errors import MirrorNotFound
-from .in_flight_model import RefInFlight, check_in_flight
+from ..errors import MirrorNotFound
+from ..in_flight_model import RefInFlight, check_in_flight
 from .rows import select_mirror
 from .schema import refs_in_flight
 from .transactions import Transactions, rowcount

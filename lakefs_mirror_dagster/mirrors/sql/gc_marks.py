@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, func, select
 
-from .inputs import check_gc_time, chunks, gc_addresses
+from ..inputs import check_gc_time, chunks, gc_addresses
 from .schema import gc_missing
 from .transactions import STATEMENT_CHUNK, Transactions, rowcount
 

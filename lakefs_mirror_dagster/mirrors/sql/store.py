@@ -1,15 +1,9 @@
-"""``MirrorStore``: the mirrors database that all regions share.
+"""``MirrorStore``: the mirrors database on SQLite (one machine) or PostgreSQL (regions that share it).
 
-SQLite (one file, WAL, busy timeout) serves a single machine; PostgreSQL serves regions that share it.
-Every write is one short transaction whose outcome is decided by the database itself (unique
-constraints, ``UPDATE ... WHERE generation = n``), never by a read in Python followed by a blind write,
-so two regions writing at once cannot corrupt it or lose an update.
-
-The store is put together from one part per table (``records``, ``branches``, ``validated``,
-``organizations``, ``gc_marks``, ``in_flight``, ``wakeup_records``) over the shared transaction runner
-(``transactions``); the engine is made in ``engine`` and the tables are created or upgraded by ``migrations``.
-What it checks before writing is shared with the DynamoDB store (``inputs``); ``open_mirrors_database``
-(``database``) picks one of the two from the config.
+Every write is one short transaction whose outcome the database decides (unique constraints, ``UPDATE ... WHERE
+generation = n``), never a read in Python followed by a blind write, so regions writing at once cannot corrupt
+it or lose an update. Put together from one part per table over the shared transaction runner; ``migrations``
+creates or upgrades the tables, ``inputs`` holds the checks shared with the DynamoDB store.
 """
 
 from __future__ import annotations
@@ -25,11 +19,11 @@ from .gc_marks import GcMarks
 from .in_flight import InFlightRecords
 from .migrations import schema_is_current, upgrade_schema
 from .organizations import OrganizationRecords
-from .records import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MirrorRecords
+from .records import MirrorRecords
 from .validated import ValidatedRangesCache
 from .wakeup_records import WakeupQueue
 
-__all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "MirrorStore"]
+__all__ = ["MirrorStore"]
 
 
 class MirrorStore(

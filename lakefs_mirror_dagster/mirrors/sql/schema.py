@@ -27,7 +27,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.types import TypeDecorator
 
-from .models import MirrorState
+from ..models import MirrorState
 
 __all__ = [
     "gc_missing",

@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from .models import Mirror, MirrorState
+from ..models import Mirror, MirrorState
 from .schema import mirrors
 
 __all__ = ["first_mirror", "select_mirror", "to_mirror"]

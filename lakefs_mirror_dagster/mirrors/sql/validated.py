@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, func, select
 
-from .inputs import check_namespace, check_range_ids, chunks, fingerprint_ids, utc_now
+from ..inputs import check_namespace, check_range_ids, chunks, fingerprint_ids, utc_now
 from .schema import validated_ranges
 from .transactions import STATEMENT_CHUNK, Transactions, rowcount
 

@@ -12,10 +12,9 @@ from typing import Any
 from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from .errors import MirrorNotFound, MirrorsDatabaseError
-from .inputs import (
+from ..errors import MirrorNotFound, MirrorsDatabaseError
+from ..inputs import (
     DEFAULT_PAGE_SIZE,
-    MAX_PAGE_SIZE,
     check_expected_generation,
     check_page_size,
     check_transition,
@@ -29,13 +28,13 @@ from .inputs import (
     utc_now,
     with_state,
 )
-from .models import Mirror, MirrorPage, MirrorState
-from .races import LostRace, conflict, settle
+from ..models import Mirror, MirrorPage, MirrorState
+from ..races import LostRace, conflict, settle
 from .rows import first_mirror, select_mirror, to_mirror
 from .schema import gc_missing, mirror_branches, mirrors, validated_ranges
 from .transactions import Transactions
 
-__all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "MirrorRecords"]
+__all__ = ["MirrorRecords"]
 
 
 class MirrorRecords(Transactions):
