@@ -22,6 +22,8 @@ LAYERS: dict[str, int] = {
     "errors": 0,
     # The request timing hooks the lakeFS client and the stores call (metrics listens to them).
     "observe": 0,
+    # The one retry schedule (exponential backoff with full jitter): every room that waits to try again uses it.
+    "backoff": 0,
     "config": 1,
     "logs": 2,
     "graveler": 2,

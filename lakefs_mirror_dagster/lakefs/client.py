@@ -1,9 +1,9 @@
 """A thin typed client for one lakeFS installation, over the generated ``lakefs-sdk``.
 
 Why not the SDK directly: every call here maps errors into one hierarchy, retries what is worth retrying
-(429, 5xx, connection failures) with bounded backoff, pages through listings lazily, and returns plain
-dataclasses. It also counts metadata-file downloads, which is how tests prove an incremental sync reads no
-range it had validated before.
+(429, 5xx, connection failures) on the package's ``Backoff``, honouring ``Retry-After``, pages through listings
+lazily, and returns plain dataclasses. It also counts metadata-file downloads, which is how tests prove an
+incremental sync reads no range it had validated before.
 
 ``lakefs_sdk`` is imported when a client is built, never at module import (``sdk.import_sdk``, which also defers
 the SDK's per-method argument models to each method's first call): it takes up to a second to import, and the
@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import urllib3
 
+from ..backoff import Backoff
 from ..observe import timed
 from .errors import LakeFSConflict, LakeFSError, LakeFSUnavailable, error_for_status
 from .models import Commit, Ref, Repository
@@ -31,6 +32,9 @@ __all__ = ["LakeFSClient"]
 
 T = TypeVar("T")
 _RETRYABLE_TRANSPORT = (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError)
+#: The longest wait between two tries of one call, also for a longer ``Retry-After``: a call that cannot get
+#: through within a few such waits fails, and the caller's own retry (the branch's cooldown) takes over.
+_BACKOFF_CAP_S = 5.0
 
 
 class LakeFSClient:
@@ -45,7 +49,9 @@ class LakeFSClient:
         attempts: int = 5,
         backoff_s: float = 0.2,
         timeout_s: float = 120.0,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        """``attempts`` tries per retried call, the first retry waiting up to ``backoff_s`` (doubling, capped)."""
         lakefs_sdk = import_sdk()
         self.endpoint = endpoint.rstrip("/").removesuffix("/api/v1")
         conf = lakefs_sdk.Configuration(
@@ -53,10 +59,13 @@ class LakeFSClient:
         )
         # Enough pooled connections for a transfer pool streaming objects through the API.
         conf.connection_pool_maxsize = 64
+        # urllib3's default (3 immediate retries of failed connections) minus its own Retry-After handling, which
+        # silently re-sent GETs answered 429/503 after sleeping as long as asked (up to 6 hours): those answers
+        # come back here, to ``call``'s capped schedule.
+        conf.retries = urllib3.Retry(3, respect_retry_after_header=False)
         self._api = lakefs_sdk.ApiClient(conf)
         self._basic_auth = f"{access_key_id}:{secret_access_key}"
-        self._attempts = max(1, attempts)
-        self._backoff_s = backoff_s
+        self._backoff = Backoff(base=backoff_s, cap=_BACKOFF_CAP_S, attempts=max(1, attempts), sleep=sleep)
         self._timeout_s = timeout_s
         self._lock = threading.Lock()
         self.metadata_reads: collections.Counter[str] = collections.Counter()
@@ -83,9 +92,9 @@ class LakeFSClient:
         from lakefs_sdk.exceptions import ApiException
 
         kwargs.setdefault("_request_timeout", self._timeout_s)
-        attempts = self._attempts if retry else 1
         operation = _operation(fn)
-        for attempt in range(1, attempts + 1):
+        tries = self._backoff.start()
+        while True:
             try:
                 with timed("lakefs", operation) as request:  # each attempt is a request of its own
                     try:
@@ -94,16 +103,16 @@ class LakeFSClient:
                         request.failed = _failed_status(exc.status)
                         raise
             except ApiException as exc:
-                err = error_for_status(exc.status or 0, exc.body, endpoint=self.endpoint, what=what)
+                err = error_for_status(
+                    exc.status or 0, exc.body, endpoint=self.endpoint, what=what, headers=exc.headers
+                )
             except _RETRYABLE_TRANSPORT as exc:
                 err = LakeFSUnavailable(
                     f"{what}: lakeFS at {self.endpoint} unreachable: {type(exc).__name__}",
                     endpoint=self.endpoint,
                 )
-            if not isinstance(err, LakeFSUnavailable) or attempt == attempts:
+            if not retry or not isinstance(err, LakeFSUnavailable) or not tries.wait(err.retry_after):
                 raise err
-            time.sleep(min(self._backoff_s * 2 ** (attempt - 1), 5.0))
-        raise AssertionError("unreachable")
 
     # ------------------------------------------------------------------ health and identity
     def healthy(self) -> bool:
@@ -375,7 +384,7 @@ class LakeFSClient:
         if resp.status >= 300:
             data = resp.read()
             resp.release_conn()
-            raise error_for_status(resp.status, data, endpoint=self.endpoint, what=what)
+            raise error_for_status(resp.status, data, endpoint=self.endpoint, what=what, headers=resp.headers)
         return resp
 
     def _paginate(self, what: str, fn: Callable[..., Any], page_size: int, *args: Any, **kwargs: Any) -> Iterator[Any]:

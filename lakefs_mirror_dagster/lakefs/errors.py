@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
+from ..backoff import retry_after_seconds
 from ..errors import LakeFSMirrorError
 
 __all__ = [
@@ -53,7 +55,12 @@ class LakeFSGone(LakeFSError):
 
 
 class LakeFSUnavailable(LakeFSError):
-    """429/5xx or a connection failure: worth retrying later."""
+    """429/5xx or a connection failure: worth retrying later, after ``retry_after`` seconds when lakeFS (or a
+    proxy in front of it) sent ``Retry-After``."""
+
+    def __init__(self, message: str, *, status: int = 0, endpoint: str = "", retry_after: float | None = None) -> None:
+        super().__init__(message, status=status, endpoint=endpoint)
+        self.retry_after = retry_after
 
 
 _BY_STATUS: dict[int, type[LakeFSError]] = {
@@ -66,8 +73,16 @@ _BY_STATUS: dict[int, type[LakeFSError]] = {
 }
 
 
-def error_for_status(status: int, body: bytes | str | None, *, endpoint: str, what: str) -> LakeFSError:
-    """Build the matching exception, quoting lakeFS's own ``message`` when it sent one."""
+def error_for_status(
+    status: int,
+    body: bytes | str | None,
+    *,
+    endpoint: str,
+    what: str,
+    headers: Mapping[str, str] | None = None,
+) -> LakeFSError:
+    """Build the matching exception, quoting lakeFS's own ``message`` when it sent one (and, for a retryable
+    answer, its ``Retry-After`` header)."""
     detail = ""
     if body:
         text = body.decode(errors="replace") if isinstance(body, bytes) else body
@@ -77,4 +92,7 @@ def error_for_status(status: int, body: bytes | str | None, *, endpoint: str, wh
             detail = text[:300]
     cls = _BY_STATUS.get(status, LakeFSUnavailable if status == 429 or status >= 500 else LakeFSError)
     message = f"{what}: lakeFS at {endpoint} answered {status}" + (f": {detail}" if detail else "")
+    if cls is LakeFSUnavailable:
+        wait = retry_after_seconds((headers or {}).get("Retry-After"))
+        return LakeFSUnavailable(message, status=status, endpoint=endpoint, retry_after=wait)
     return cls(message, status=status, endpoint=endpoint)

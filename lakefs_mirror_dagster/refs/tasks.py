@@ -7,11 +7,11 @@ call returns. Every wait here is bounded both in number of polls and in time.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..backoff import Backoff
 from ..lakefs import LakeFSClient, LakeFSNotFound
 from .errors import RefsError
 
@@ -20,8 +20,8 @@ __all__ = ["DEFAULT_POLLING", "TaskPolling", "delete_repository_and_wait", "wait
 
 @dataclass(frozen=True)
 class TaskPolling:
-    """Poll every ``interval_s`` (doubling up to ``max_interval_s``), at most ``max_polls`` times and
-    ``timeout_s`` seconds in all."""
+    """Poll on the package's ``Backoff``: the first wait within ``interval_s``, doubling up to ``max_interval_s``,
+    at most ``max_polls`` times and ``timeout_s`` seconds in all."""
 
     interval_s: float = 0.1
     max_interval_s: float = 2.0
@@ -34,16 +34,18 @@ DEFAULT_POLLING = TaskPolling()
 
 def _poll(what: str, probe: Callable[[], Any | None], polling: TaskPolling) -> Any:
     """Call ``probe`` until it returns something other than None; RefsError when the bounds run out."""
-    deadline = time.monotonic() + polling.timeout_s
-    delay = polling.interval_s
-    for _ in range(max(1, polling.max_polls)):
+    tries = Backoff(
+        base=polling.interval_s,
+        cap=polling.max_interval_s,
+        attempts=max(1, polling.max_polls),
+        deadline=polling.timeout_s,
+    ).start()
+    while True:
         result = probe()
         if result is not None:
             return result
-        if time.monotonic() + delay > deadline:
+        if not tries.wait():
             break
-        time.sleep(delay)
-        delay = min(delay * 2, polling.max_interval_s)
     raise RefsError(
         f"{what}: not finished after {polling.timeout_s:.0f}s ({polling.max_polls} polls at most); "
         "lakeFS may still complete it: check the repository before retrying"

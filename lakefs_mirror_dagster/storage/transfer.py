@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -12,6 +11,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..backoff import Backoff
 from .base import Blockstore, ObjectStat
 from .budget import DEFAULT_MAX_BYTES_IN_FLIGHT, ByteBudget
 from .checksums import Check, ExpectedContent, RecordedChecksum, VerifyingReader, at_rest_check
@@ -216,9 +216,9 @@ class TransferPool:
 
     At most ``concurrency`` copies run at once and at most ``2 * concurrency`` tasks are pending, so a
     huge task iterable is consumed lazily. The part buffers of streamed copies together stay within
-    ``max_bytes_in_flight`` (``ByteBudget``), whatever the object sizes. Transient errors are retried with
-    capped exponential backoff and jitter, at most ``max_attempts`` times per object; other errors fail the
-    object immediately.
+    ``max_bytes_in_flight`` (``ByteBudget``), whatever the object sizes. Transient errors are retried on the
+    package's ``Backoff`` (first retry within ``backoff_initial`` seconds, doubling up to ``backoff_max``), at most
+    ``max_attempts`` tries per object; other errors fail the object immediately.
     """
 
     def __init__(
@@ -242,12 +242,10 @@ class TransferPool:
             raise ValueError("TransferPool backoff times must not be negative")
         self.concurrency = concurrency
         self.max_attempts = max_attempts
-        self.backoff_initial = backoff_initial
-        self.backoff_max = backoff_max
+        self._backoff = Backoff(base=backoff_initial, cap=backoff_max, attempts=max_attempts, sleep=sleep)
         self.skip_existing = skip_existing
         self.allow_server_side = allow_server_side
         self._on_result = on_result
-        self._sleep = sleep
         self._lock = threading.Lock()
         #: At most ``concurrency`` copies at once across every ``run`` of this pool, also when several
         #: branches transfer at the same time: the bound on threads, connections and buffered parts.
@@ -259,9 +257,6 @@ class TransferPool:
         self._in_flight: dict[str, threading.Event] = {}
         #: Part sizes of multipart checksums matched so far, newest first: one writer's objects share one.
         self._part_sizes: tuple[int, ...] = ()
-
-    def _backoff(self, attempt: int) -> float:
-        return min(self.backoff_max, self.backoff_initial * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
 
     def _copy_one(self, task: CopyTask, known: Mapping[str, ObjectStat | None]) -> tuple[CopyResult, int]:
         """``_copy_once``, unless another run is copying to the same destination: then after it, with the
@@ -282,30 +277,34 @@ class TransferPool:
     def _copy_once(self, task: CopyTask, known: Mapping[str, ObjectStat | None]) -> tuple[CopyResult, int]:
         """Returns the result and the number of retries it took; raises the last error. A checksum that the
         first read could not explain is read again looking for its multipart layout (``discover``)."""
-        attempt, previous_md5 = 0, None
+        tries, previous_md5 = self._backoff.start(), None
         while True:
-            attempt += 1
             try:
                 with self._copying:
                     result = self._attempt(task, known, discover=previous_md5 is not None, previous_md5=previous_md5)
             except Exception as exc:
-                if not isinstance(exc, StorageError) or not exc.transient or attempt >= self.max_attempts:
-                    raise _Failed(exc, attempt) from exc
+                if not isinstance(exc, StorageError) or not exc.transient:
+                    raise _Failed(exc, tries.attempts) from exc
                 if isinstance(exc, ChecksumMismatchError) and exc.content_md5 is not None:
                     previous_md5 = exc.content_md5
-                    if attempt == 1:  # most likely a multipart layout not tried yet: no need to wait
+                    if tries.attempts == 1:  # most likely a multipart layout not tried yet: no need to wait
                         log.info("copy %s: %s; reading again to find its part size", task.src_uri, exc)
-                        continue
-                delay = self._backoff(attempt)
-                log.warning("copy %s failed (%s); retry %d in %.1fs", task.src_uri, exc, attempt, delay)
-                self._sleep(delay)
+                        if tries.at_once():
+                            continue
+                        raise _Failed(exc, tries.attempts) from exc
+
+                def note(delay: float, exc: Exception = exc) -> None:
+                    log.warning("copy %s failed (%s); retry %d in %.1fs", task.src_uri, exc, tries.attempts, delay)
+
+                if not tries.wait(note=note):
+                    raise _Failed(exc, tries.attempts) from exc
                 continue
             if result.part_size is not None:
                 with self._lock:
                     self._part_sizes = tuple(dict.fromkeys((result.part_size, *self._part_sizes)))[
                         :_REMEMBERED_PART_SIZES
                     ]
-            return result, attempt - 1
+            return result, tries.attempts - 1
 
     def _attempt(
         self, task: CopyTask, known: Mapping[str, ObjectStat | None], *, discover: bool, previous_md5: str | None

@@ -1,7 +1,8 @@
 """A scripted stand-in for lakeFS's HTTP API on a loopback port: each request takes the next answer.
 
 Enough to drive ``LakeFSClient`` through the real generated SDK and urllib3 without a lakeFS server:
-tests queue ``(status, JSON body)`` answers per path and read back the requests that arrived.
+tests queue ``(status, JSON body)`` answers (or ``(status, JSON body, headers)``) per path and read back the
+requests that arrived.
 """
 
 from __future__ import annotations
@@ -29,14 +30,14 @@ class Request:
 @dataclass
 class FakeLakeFS:
     endpoint: str
-    answers: dict[str, deque[tuple[int, Any]]] = field(default_factory=lambda: defaultdict(deque))
+    answers: dict[str, deque[tuple[Any, ...]]] = field(default_factory=lambda: defaultdict(deque))
     requests: list[Request] = field(default_factory=list)
 
-    def answer(self, path: str, *answers: tuple[int, Any]) -> None:
+    def answer(self, path: str, *answers: tuple[Any, ...]) -> None:
         """Queue answers for ``/api/v1<path>``; the last one repeats once the queue is down to it."""
         self.answers[path].extend(answers)
 
-    def next_answer(self, path: str) -> tuple[int, Any]:
+    def next_answer(self, path: str) -> tuple[Any, ...]:
         queue = self.answers.get(path)
         if not queue:
             return 404, {"message": f"fake lakeFS has no answer for {path}"}
@@ -60,9 +61,11 @@ def fake_lakefs() -> Iterator[FakeLakeFS]:
             if self.headers.get("Content-Length"):
                 self.rfile.read(int(self.headers["Content-Length"]))
             fake.requests.append(Request(self.command, path, dict(urllib.parse.parse_qsl(url.query))))
-            status, body = fake.next_answer(path)
+            status, body, *more = fake.next_answer(path)
             data = json.dumps(body).encode()
             self.send_response(status)
+            for name, value in (more[0] if more else {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

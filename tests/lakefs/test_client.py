@@ -82,6 +82,25 @@ def test_retries_are_bounded(fake: FakeLakeFS) -> None:
     assert len(fake.requests) == 3
 
 
+def test_retry_after_is_honoured_up_to_the_cap(fake: FakeLakeFS) -> None:
+    """A 429 or 503 with ``Retry-After`` waits what lakeFS (or its proxy) asked, never beyond the 5 s cap; one
+    without waits the schedule's jittered time (here at most ``backoff_s``)."""
+    waits: list[float] = []
+    busy = {"message": "slow down"}
+    fake.answer(REPO, (429, busy, {"Retry-After": "2"}), (503, busy, {"Retry-After": "3600"}), (503, busy))
+    fake.answer(REPO, (200, repository("repo1")))
+    client = LakeFSClient(fake.endpoint, "AKIAEXAMPLE", "not-a-secret", attempts=4, backoff_s=0.01, sleep=waits.append)
+    assert client.get_repository("repo1").id == "repo1"
+    assert waits[:2] == [2.0, 5.0] and 0 <= waits[2] <= 0.04 and len(waits) == 3
+
+
+def test_a_retryable_answer_carries_its_retry_after(fake: FakeLakeFS) -> None:
+    fake.answer(REPO, (503, {"message": "maintenance"}, {"Retry-After": "30"}))
+    with pytest.raises(LakeFSUnavailable) as caught:
+        _client(fake, attempts=1).get_repository("repo1")
+    assert caught.value.retry_after == 30.0
+
+
 def test_definite_answers_and_unsafe_calls_are_not_retried(fake: FakeLakeFS) -> None:
     fake.answer(REPO, (404, {"message": "repository not found"}))
     with pytest.raises(LakeFSNotFound):

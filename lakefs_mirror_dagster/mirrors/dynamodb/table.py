@@ -10,10 +10,10 @@ is ``MirrorsDatabaseUnavailable``, as on SQL.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from ...backoff import Backoff
 from ..common import StoreCommon
 from ..errors import MirrorsDatabaseError, MirrorsDatabaseUnavailable
 from .items import KEY_ATTRIBUTES, Item
@@ -23,9 +23,13 @@ if TYPE_CHECKING:
 
 __all__ = ["Cancelled", "ConditionFailed", "DynamoTable", "make_client"]
 
-_CONFLICT_RETRIES = 8
+#: Tries of a transaction that lost only to another transaction (it wrote nothing): they settle in milliseconds.
+_CONFLICT = Backoff(base=0.02, cap=1.0, attempts=8)
+#: Polls for a table being created (by this process or another) to become ACTIVE.
 _TABLE_ACTIVE_TIMEOUT_S = 120.0
-_BATCH_RETRIES = 10
+_TABLE_ACTIVE = Backoff(base=0.1, cap=2.0, deadline=_TABLE_ACTIVE_TIMEOUT_S)
+#: Tries of a BatchGetItem whose keys came back unprocessed (throttled): DynamoDB asks for a real backoff here.
+_THROTTLED_READS = Backoff(base=0.05, cap=10.0, attempts=10)
 #: Answers about one request (an item too large, a bad expression), not about the database.
 _REQUEST_ERRORS = frozenset(
     {"ValidationException", "ItemCollectionSizeLimitExceededException", "TransactionCanceledException"}
@@ -118,8 +122,7 @@ class DynamoTable(StoreCommon):
         self._check_key_schema(table)
 
     def _wait_active(self) -> Mapping[str, Any]:
-        deadline = time.monotonic() + _TABLE_ACTIVE_TIMEOUT_S
-        delay = 0.1
+        tries = _TABLE_ACTIVE.start()
         while True:
             try:
                 table: Mapping[str, Any] = self._call("describe_table", TableName=self._table)["Table"]
@@ -128,12 +131,10 @@ class DynamoTable(StoreCommon):
             except _DynamoError as exc:
                 if exc.code != "ResourceNotFoundException":
                     raise  # else: created by another process a moment ago, not visible yet
-            if time.monotonic() > deadline:
+            if not tries.wait():
                 raise MirrorsDatabaseError(
                     f"mirrors database {self.url}: the table was not active within {_TABLE_ACTIVE_TIMEOUT_S:.0f}s"
                 )
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
 
     def _check_key_schema(self, table: Mapping[str, Any]) -> None:
         keys = {k["AttributeName"]: k["KeyType"] for k in table.get("KeySchema", [])}
@@ -152,8 +153,8 @@ class DynamoTable(StoreCommon):
         retried, anything else is ``MirrorsDatabaseError`` naming the table."""
         from botocore.exceptions import BotoCoreError, ClientError
 
-        delay = 0.02
-        for attempt in range(_CONFLICT_RETRIES):
+        tries = _CONFLICT.start()
+        while True:
             try:
                 result: dict[str, Any] = getattr(self._client, operation)(**kwargs)
                 return result
@@ -173,13 +174,9 @@ class DynamoTable(StoreCommon):
                                 if r.get("Code") == "ConditionalCheckFailed"
                             }
                         ) from None
-                    if codes <= {"None", "TransactionConflict", None} and attempt < _CONFLICT_RETRIES - 1:
-                        time.sleep(delay)
-                        delay *= 2
+                    if codes <= {"None", "TransactionConflict", None} and tries.wait():
                         continue
-                if code == "TransactionConflictException" and attempt < _CONFLICT_RETRIES - 1:
-                    time.sleep(delay)
-                    delay *= 2
+                if code == "TransactionConflictException" and tries.wait():
                     continue
                 message = f"mirrors database {self.url} failed ({operation}): {code}: {error.get('Message', '')}"
                 if code in _REQUEST_ERRORS:
@@ -187,7 +184,6 @@ class DynamoTable(StoreCommon):
                 raise _DynamoError(message, code) from None
             except BotoCoreError as exc:  # no credentials, endpoint unreachable, timeouts after retries
                 raise _DynamoError(f"mirrors database {self.url} failed ({operation}): {exc}", "") from None
-        raise AssertionError("unreachable")
 
     def _transact(self, actions: Sequence[Mapping[str, Any]]) -> None:
         """One all-or-nothing TransactWriteItems of up to 100 actions; ``Cancelled`` when conditions failed."""
@@ -202,15 +198,16 @@ class DynamoTable(StoreCommon):
         """The items that exist among ``keys`` (at most 100), strongly consistent, in no particular order."""
         found: list[Item] = []
         pending: list[Item] = list(keys)
-        for attempt in range(_BATCH_RETRIES):
-            if not pending:
-                return found
+        tries = _THROTTLED_READS.start()
+        while pending:
             answer = self._call("batch_get_item", RequestItems={self._table: {"Keys": pending, "ConsistentRead": True}})
             found.extend(answer.get("Responses", {}).get(self._table, []))
             pending = answer.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", [])
-            if pending:
-                time.sleep(0.05 * 2**attempt)
-        raise MirrorsDatabaseError(f"mirrors database {self.url}: reads stayed throttled after {_BATCH_RETRIES} tries")
+            if pending and not tries.wait():
+                raise MirrorsDatabaseError(
+                    f"mirrors database {self.url}: reads stayed throttled after {tries.attempts} tries"
+                )
+        return found
 
     def _query(self, **kwargs: Any) -> list[Item]:
         """Every item of a strongly consistent Query, page after page."""

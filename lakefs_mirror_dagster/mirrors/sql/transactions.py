@@ -6,7 +6,6 @@ nothing was committed; a compare-and-set that lost to another writer is settled 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -15,6 +14,7 @@ from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 
+from ...backoff import Backoff
 from ..common import StoreCommon
 from ..errors import MirrorsDatabaseUnavailable
 from .engine import READ_ONLY
@@ -23,7 +23,8 @@ __all__ = ["STATEMENT_CHUNK", "Transactions", "rowcount"]
 
 T = TypeVar("T")
 
-_TRANSIENT_RETRIES = 5
+#: Tries of a transaction the database rolled back (busy, serialization failure, deadlock): lock waits are short.
+_ROLLED_BACK = Backoff(base=0.05, cap=1.0, attempts=5)
 #: Values per ``IN (...)`` or multi-row ``INSERT``: far below SQLite's bound-parameter limit.
 STATEMENT_CHUNK = 500
 
@@ -48,8 +49,8 @@ class Transactions(StoreCommon):
 
     def _run(self, op: Callable[[Connection], T], *, write: bool = True) -> T:
         """Run ``op`` in one transaction, retrying only errors after which nothing was committed."""
-        delay = 0.05
-        for attempt in range(_TRANSIENT_RETRIES):
+        tries = _ROLLED_BACK.start()
+        while True:
             try:
                 with self._engine.connect() as conn:
                     if not write:
@@ -63,13 +64,10 @@ class Transactions(StoreCommon):
                     if isinstance(exc, OperationalError | InterfaceError):  # down, refused, wrong password, ...
                         raise MirrorsDatabaseUnavailable(f"mirrors database {self.url} failed: {exc.orig}") from exc
                     raise
-                if attempt == _TRANSIENT_RETRIES - 1:
+                if not tries.wait():
                     raise MirrorsDatabaseUnavailable(
-                        f"mirrors database {self.url} stayed busy after {_TRANSIENT_RETRIES} attempts: {exc.orig}"
+                        f"mirrors database {self.url} stayed busy after {tries.attempts} attempts: {exc.orig}"
                     ) from exc
-                time.sleep(delay)
-                delay *= 2
-        raise AssertionError("unreachable")
 
 
 def _transient(exc: DBAPIError) -> bool:
