@@ -27,7 +27,15 @@ from ..graveler import CommitData, GravelerError, RangeRef, iter_range_refs, ver
 from ..graveler import commit_id as compute_commit_id
 from ..lakefs import Commit, LakeFSClient, LakeFSError, LakeFSNotFound
 from ..logs import log_fields
-from ..storage import DEFAULT_MAX_BYTES_IN_FLIGHT, Blockstore, CopyResult, ObjectStat, StorageError, TransferPool
+from ..storage import (
+    DEFAULT_MAX_BYTES_IN_FLIGHT,
+    Blockstore,
+    CopyResult,
+    ObjectStat,
+    StorageError,
+    TransferPool,
+    process_limiter,
+)
 from .branch_workers import serialized, serialized_recorder, sync_branches
 from .errors import ReplicationError
 from .failpoints import failpoint
@@ -81,6 +89,7 @@ class EngineSettings:
 
     concurrency: int = 16
     max_bytes_in_flight: int = DEFAULT_MAX_BYTES_IN_FLIGHT
+    max_bytes_per_second: int = 0  # object bytes streamed per second by the whole process (0: no limit)
     strict_full_addresses: bool = False
     list_page_size: int = 1000
     validator_workers: int = 3
@@ -160,7 +169,9 @@ class MirrorEngine:
         if in_flight is not None:  # the refs in flight in the mirrors database, for the API and ``status``
             InFlightRecorder(in_flight, mirror_id, self.progress, lock=lock)
         self._pool = TransferPool(
-            concurrency=self.settings.concurrency, max_bytes_in_flight=self.settings.max_bytes_in_flight
+            concurrency=self.settings.concurrency,
+            max_bytes_in_flight=self.settings.max_bytes_in_flight,
+            limiter=process_limiter(self.settings.max_bytes_per_second),
         )
         #: The ref this thread is advancing (``"<kind> <name>"``), whose progress its objects count towards.
         self._syncing = threading.local()
