@@ -52,9 +52,10 @@ from .plugs import (
     ValidatedCache,
     in_process_validator,
 )
+from .prefetch import MetadataPrefetch
 from .progress import ProgressReporter
 from .range_changes import PROCESS_VERIFIED_RANGES, RangeReads
-from .range_transfer import put_metadata_file, transfer_range
+from .range_transfer import RangeSource, put_metadata_file, transfer_range
 from .read_ahead import RangeReadAhead
 from .refstore import Refstore, SourceCommitTimes, commit_data
 from .results import BlockReason, MirrorSyncResult, RefAction, RefKind, RefResult, TransferStats
@@ -77,6 +78,14 @@ __all__ = [
 log = logging.getLogger(__name__)
 #: Named branches up to this many have their heads read one by one (two calls each) instead of both sides listed.
 _HEAD_READS_MAX = 10
+
+
+#: Threads reading a history's metadata files ahead (``MetadataPrefetch``): round trips overlapped at once.
+PREFETCH_WORKERS = 8
+
+#: Commit records written to the refstore database in one transaction: a history's records cost a round trip
+#: per batch, not per commit (lakeFS's ``CreateCommitRecord`` takes one record a request).
+COMMIT_RECORD_BATCH = 500
 
 
 class MirrorRefMoved(ReplicationError):
@@ -346,8 +355,20 @@ class MirrorEngine:
         intact: set[str] = set()
         bases = self._parent_ranges(commits)
         errors: list[str] = []
-        for metarange_id, commit in first_commit.items():
-            errors.extend(self._transfer_and_validate_metarange(metarange_id, commit, stats, intact, bases))
+        order = list(first_commit)
+        reader: RangeSource = self.source
+        prefetch = None
+        if len(order) > 1:  # a history: its files are read several commits ahead (prefetch.py)
+            before = [r.range_id for r in bases]
+            reader = prefetch = MetadataPrefetch(self.source, order, before=before, workers=PREFETCH_WORKERS)
+        try:
+            for i, (metarange_id, commit) in enumerate(first_commit.items()):
+                if prefetch is not None:
+                    prefetch.advance(i)
+                errors.extend(self._transfer_and_validate_metarange(metarange_id, commit, stats, intact, bases, reader))
+        finally:
+            if prefetch is not None:
+                prefetch.close()
         if errors:
             why = "validation failed" if self.settings.copy_objects else "waiting for the store's replication"
             prepared.error = f"{why}, not promoted: " + "; ".join(errors[:MAX_REPORTED])
@@ -421,12 +442,14 @@ class MirrorEngine:
                     exc,
                 )
                 records = None
-        for i, commit in enumerate(commits):
-            if records is not None:
-                assert self.refstore is not None
-                self.refstore.write_commits(self.mirror_repo, [records[i]])
-            else:
-                self.destination.create_commit_record(self.mirror_repo, commit, force=True)
+        if records is not None:
+            assert self.refstore is not None
+            for start in range(0, len(records), COMMIT_RECORD_BATCH):  # parents first, one transaction a batch
+                self.refstore.write_commits(self.mirror_repo, records[start : start + COMMIT_RECORD_BATCH])
+                failpoint("after_commit_record")
+            return
+        for commit in commits:
+            self.destination.create_commit_record(self.mirror_repo, commit, force=True)
             failpoint("after_commit_record")
 
     def _exact_records(self, commits: Sequence[Commit]) -> list[CommitData]:
@@ -505,15 +528,23 @@ class MirrorEngine:
         return self.dst_store.stat(metadata_uri(self.dst_ns, file_id))
 
     def _transfer_and_validate_metarange(
-        self, metarange_id: str, commit: Commit, stats: TransferStats, intact: set[str], bases: list[RangeRef]
+        self,
+        metarange_id: str,
+        commit: Commit,
+        stats: TransferStats,
+        intact: set[str],
+        bases: list[RangeRef],
+        reader: RangeSource | None = None,
     ) -> list[str]:
         """Copy a metarange's new ranges (objects first) and the metarange, then validate it all. ``bases``
-        (ranges of earlier commits) grows by this metarange's ranges for the commits after it."""
-        data = self.source.read_metadata("meta_range", metarange_id)
+        (ranges of earlier commits) grows by this metarange's ranges for the commits after it. ``reader`` reads
+        the source's metadata files (the source itself, or a ``MetadataPrefetch`` over it)."""
+        reader = reader or self.source
+        data = reader.read_metadata("meta_range", metarange_id)
         refs = list(iter_range_refs(verify_range_file(data, metarange_id)))
         range_ids = [ref.range_id for ref in refs]
         cached = self._validated_before([metarange_id, *range_ids], intact)
-        ahead = self._syncing.ahead = RangeReadAhead(self.source) if self.transferer == self.transfer_ranges else None
+        ahead = self._syncing.ahead = RangeReadAhead(reader) if self.transferer == self.transfer_ranges else None
         if ahead is not None:  # never validated here: read from the source while the others' copies are looked at
             for range_id in (r for r in range_ids if r not in cached and r not in intact):
                 if not ahead.start(range_id):

@@ -189,7 +189,12 @@ class PostgresRefstore(Refstore):
             "INSERT INTO {} (partition_key, key, value) VALUES (%s, %s, %s) "
             "ON CONFLICT (partition_key, key) DO UPDATE SET value = EXCLUDED.value"
         ).format(sql.Identifier(self.table))
-        self._run(what, lambda c: c.cursor().executemany(query, rows))
+
+        def put(c: Any) -> None:
+            with c.transaction():  # a batch lands whole or not at all
+                c.cursor().executemany(query, rows)
+
+        self._run(what, put)
 
     def _close_unlocked(self) -> None:
         if self._conn is not None:
@@ -231,9 +236,33 @@ class DynamoRefstore(Refstore):
         return None if item is None else bytes(item["ItemValue"]["B"])
 
     def _put(self, what: str, rows: Sequence[tuple[bytes, bytes, bytes]]) -> None:
-        for partition, key, value in rows:
-            item = {"PartitionKey": {"B": partition}, "ItemKey": {"B": key}, "ItemValue": {"B": value}}
-            self._call(what, "put_item", Item=item)
+        """25 items a request (DynamoDB's ``BatchWriteItem`` limit); what it leaves unprocessed is sent again."""
+        items = [
+            {"PutRequest": {"Item": {"PartitionKey": {"B": p}, "ItemKey": {"B": k}, "ItemValue": {"B": v}}}}
+            for p, k, v in rows
+        ]
+        for start in range(0, len(items), 25):
+            pending: list[Any] = items[start : start + 25]
+            for attempt in range(8):
+                if not pending:
+                    break
+                if attempt:
+                    time.sleep(min(0.05 * 2**attempt, 2.0))
+                answer = self._call_raw(what, "batch_write_item", RequestItems={self.table: pending})
+                pending = answer.get("UnprocessedItems", {}).get(self.table, [])
+            if pending:
+                raise ReplicationError(f"{what} in the refstore database: {len(pending)} item(s) left unprocessed")
+
+    def _call_raw(self, what: str, method: str, **kwargs: Any) -> Any:
+        """``method`` of the client with its own arguments (no ``TableName``: batch calls name tables inside)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            if self._client is None:
+                self._client = make_client(self._settings, section="refstore_database")[0]
+            return getattr(self._client, method)(**kwargs)
+        except (BotoCoreError, ClientError, MirrorsDatabaseError) as exc:
+            raise ReplicationError(f"{what} in the refstore database: {exc}") from None
 
 
 def open_refstore(config: RefstoreDatabaseConfig) -> Refstore:
