@@ -36,7 +36,7 @@ from ..storage import (
     TransferPool,
     process_limiter,
 )
-from .branch_workers import serialized, serialized_recorder, sync_branches
+from .branch_workers import bounded_map, serialized, serialized_recorder, sync_branches
 from .errors import ReplicationError
 from .failpoints import failpoint
 from .heads import branch_head, branch_heads, differing, tag_commits
@@ -218,11 +218,28 @@ class MirrorEngine:
         result = MirrorSyncResult(mirror=self.mirror_repo, source_repository=self.source.repository)
         self.ensure_mirror_repository()
         heads = self._branch_heads(None if branches is None else set(branches))
-        result.refs.extend(sync_branches(heads, self.sync_ref, gate, self.settings.branch_workers))
+        alone = self._newest_moving(heads)
+        result.refs.extend(sync_branches(heads, self.sync_ref, gate, self.settings.branch_workers, alone=alone))
         if self.settings.mirror_tags and (branches is None if tags is None else tags):
             result.refs.extend(self._sync_differing_tags())
         result.duration_seconds = time.monotonic() - started
         return result
+
+    def _newest_moving(self, heads: Mapping[str, tuple[str | None, str | None]]) -> str | None:
+        """Of the branches whose source head differs from the mirror's, the one whose head has the highest
+        generation, when there are several heads (``sync_branches`` syncs it first, by itself). The heads'
+        commits are read on the branch workers' threads and kept: each ref's own pass needs them anyway."""
+        moving = {n: src for n, (src, dst) in heads.items() if src is not None and src != dst}
+        distinct = sorted(set(moving.values()))
+        if len(distinct) < 2 or self.settings.branch_workers <= 1:
+            return None
+        try:
+            commits = bounded_map(self.planner.source_commit, distinct, self.settings.branch_workers)
+        except (LakeFSError, ReplicationError) as exc:  # only an order: each ref's own pass reports its errors
+            log.debug("reading the heads of %s to order its branches: %s", self.mirror_repo, exc)
+            return None
+        generation = {c.id: c.generation for c in commits}
+        return max(sorted(moving), key=lambda n: generation[moving[n]])
 
     def ref_heads(
         self, *, branches: Iterable[str] | None = None, tags: bool | None = None
