@@ -19,7 +19,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -37,6 +37,7 @@ from ..storage import (
     process_limiter,
 )
 from .branch_workers import bounded_map, serialized, serialized_recorder, sync_branches
+from .copy_plan import plan_range_copies
 from .errors import ReplicationError
 from .failpoints import failpoint
 from .heads import branch_head, branch_heads, differing, tag_commits
@@ -54,7 +55,7 @@ from .plugs import (
 )
 from .prefetch import MetadataPrefetch
 from .progress import ProgressReporter
-from .range_changes import PROCESS_VERIFIED_RANGES, RangeReads
+from .range_changes import PROCESS_VERIFIED_RANGES, RangeReads, range_changes
 from .range_transfer import RangeSource, put_metadata_file, transfer_range
 from .read_ahead import RangeReadAhead
 from .refstore import Refstore, SourceCommitTimes, commit_data
@@ -376,8 +377,13 @@ class MirrorEngine:
         reader: RangeSource = self.source
         prefetch = None
         if len(order) > 1:  # a history: its files are read several commits ahead (prefetch.py)
-            before = [r.range_id for r in bases]
-            reader = prefetch = MetadataPrefetch(self.source, order, before=before, workers=PREFETCH_WORKERS)
+            ahead = None
+            if self.copy_objects and self.transferer == self.transfer_ranges:
+                commits_of = list(first_commit.values())
+                ahead = functools.partial(self._copy_ahead, commits_of)
+            reader = prefetch = MetadataPrefetch(
+                self.source, order, before=bases, workers=PREFETCH_WORKERS, copy_ahead=ahead
+            )
         try:
             for i, (metarange_id, commit) in enumerate(first_commit.items()):
                 if prefetch is not None:
@@ -403,6 +409,30 @@ class MirrorEngine:
             self.started(seen)
         except Exception as exc:
             log.warning("could not record %s's new source head: %s: %s", result.name, type(exc).__name__, exc)
+
+    def _copy_ahead(
+        self,
+        commits: Sequence[Commit],
+        index: int,
+        range_id: str,
+        data: bytes,
+        bases: list[str],
+        read: Callable[[str, str], bytes],
+    ) -> tuple[int, int]:
+        """``MetadataPrefetch``'s copy ahead: the objects a later commit's new range adds over its parent's
+        ranges, copied on the engine's pool while the pass works on earlier commits. Only objects: the range
+        file, the metarange, validation and the ref move stay the pass's, in order, so copying ahead changes
+        nothing a ref may point at; a copy that fails here is simply made (or reported) by the pass."""
+        commit = commits[index]
+        changes = range_changes(data, range_id, bases, lambda rid: read("range", rid))
+        copies = plan_range_copies(
+            changes,
+            locate=lambda key, address: self.source.object_location(commit.id, key, address),
+            destination=self.dst_store,
+            destination_namespace=self.dst_ns,
+        )
+        result = self._pool.run(copies.tasks, copies.destination_stats, on_result=_copied_ahead)
+        return result.copied, result.bytes_copied
 
     def note_lag(self, result: RefResult) -> None:
         """Set the source commit's time (also for a ref left behind it: how far behind it is, ``status``) and, for
@@ -580,6 +610,13 @@ class MirrorEngine:
                 self.progress.batch_planned((r for r in refs if r.range_id in new_ranges), ref=ref)
                 handled_before, bytes_before = stats.objects_handled, stats.bytes_copied
                 self.transferer(new_ranges, commit, stats)
+                if isinstance(reader, MetadataPrefetch):  # what was copied ahead, the pass found present
+                    for range_id in new_ranges:
+                        copied, nbytes = reader.copied_ahead.pop(range_id, (0, 0))
+                        moved = min(copied, stats.objects_skipped)
+                        stats.objects_copied += moved
+                        stats.objects_skipped -= moved
+                        stats.bytes_copied += nbytes if moved == copied else 0
                 self.progress.batch_done(
                     ranges=len(new_ranges),
                     objects=stats.objects_handled - handled_before,
@@ -665,6 +702,10 @@ class MirrorEngine:
             self.destination.delete_branch(self.mirror_repo, name, force=True)
         else:
             self.destination.delete_tag(self.mirror_repo, name, force=True)
+
+
+def _copied_ahead(_result: CopyResult) -> None:
+    failpoint("after_object_copy")
 
 
 def _overlap(a: RangeRef, b: RangeRef) -> bool:

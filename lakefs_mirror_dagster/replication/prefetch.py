@@ -16,15 +16,27 @@ once the pass is two commits past them.
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from ..graveler import iter_range_refs, verify_range_file
+from ..graveler.records import RangeRef
 from ..storage import Blockstore
 from .range_transfer import RangeSource
 
-__all__ = ["MetadataPrefetch"]
+__all__ = ["CopyAhead", "MetadataPrefetch"]
+
+log = logging.getLogger(__name__)
+
+#: ``copy_ahead(index, range_id, data, base_range_ids, read_metadata)``: copy the range's new objects (compared
+#: with its bases, read through ``read_metadata``) to the destination; returns (objects, bytes) copied.
+CopyAhead = Callable[[int, str, bytes, list[str], Callable[[str, str], bytes]], tuple[int, int]]
+
+
+def _overlap(a: RangeRef, b: RangeRef) -> bool:
+    return a.min_key <= b.max_key and b.min_key <= a.max_key
 
 
 class MetadataPrefetch:
@@ -36,21 +48,26 @@ class MetadataPrefetch:
         source: RangeSource,
         metaranges: Sequence[str],
         *,
-        before: Sequence[str] = (),
+        before: Sequence[RangeRef] = (),
         window: int = 16,
         workers: int = 8,
         max_ranges: int = 2,
         max_bytes: int = 64 << 20,
+        copy_ahead: CopyAhead | None = None,
     ) -> None:
         self.source = source
         self.metaranges = list(metaranges)
         self.window = window
         self.max_ranges = max_ranges
         self.max_bytes = max_bytes
-        self._before = set(before)  # range IDs of the commit(s) before the first: not new in it
+        self._before = {r.range_id: r for r in before}  # range IDs of the commit(s) before the first: not new in it
+        self.copy_ahead = copy_ahead
+        #: Range ID -> (objects, bytes) ``copy_ahead`` copied for it; the pass folds them into its ref's stats.
+        self.copied_ahead: dict[str, tuple[int, int]] = {}
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="metadata-prefetch")
         self._lock = threading.Lock()
         self._files: dict[tuple[str, str], Future[bytes]] = {}
+        self._raw: dict[str, Future[bytes]] = {}  # a range's bytes once read (before its copy ahead)
         self._owner: dict[int, list[tuple[str, str]]] = {}
         self._held = 0
         self._submitted = 0
@@ -95,6 +112,7 @@ class MetadataPrefetch:
         with self._lock:
             self._closed = True
             self._files.clear()
+            self._raw.clear()
             self._owner.clear()
             self._held = 0
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -104,47 +122,75 @@ class MetadataPrefetch:
         metarange_id = self.metaranges[j]
         data = self.source.read_metadata("meta_range", metarange_id)
         self._count(len(data))
-        ranges = [r.range_id for r in iter_range_refs(verify_range_file(data, metarange_id))]
+        refs = list(iter_range_refs(verify_range_file(data, metarange_id)))
         previous = self._previous_ranges(j)
-        new = [r for r in ranges if r not in previous]
+        new = [r for r in refs if r.range_id not in previous]
         if len(new) <= self.max_ranges:  # a big change: the pass's own read-ahead paces those reads
-            for range_id in new:
-                self._start_range(j, range_id)
+            for ref in new:
+                bases = [p.range_id for p in previous.values() if _overlap(p, ref)]
+                self._start_range(j, ref.range_id, bases)
         return data
 
-    def _previous_ranges(self, j: int) -> set[str]:
-        """The range IDs of the metarange before ``j`` (read by an earlier task, which a FIFO pool started
+    def _previous_ranges(self, j: int) -> dict[str, RangeRef]:
+        """The ranges of the metarange before ``j`` by ID (read by an earlier task, which a FIFO pool started
         first, so waiting for it cannot deadlock)."""
         if j == 0:
-            return self._before
+            return dict(self._before)
         with self._lock:
             future = self._files.get(("meta_range", self.metaranges[j - 1]))
         if future is None:
-            return set()
+            return {}
         try:
             data = future.result()
-            return {r.range_id for r in iter_range_refs(verify_range_file(data, self.metaranges[j - 1]))}
+            return {r.range_id: r for r in iter_range_refs(verify_range_file(data, self.metaranges[j - 1]))}
         except Exception:
-            return set()
+            return {}
 
-    def _start_range(self, j: int, range_id: str) -> None:
+    def _start_range(self, j: int, range_id: str, bases: list[str]) -> None:
         key = ("range", range_id)
         with self._lock:
             if self._closed or key in self._files or self._held >= self.max_bytes:
                 return
-            self._files[key] = self._pool.submit(self._read_range, range_id)
+            self._raw[range_id] = Future()
+            self._files[key] = self._pool.submit(self._read_range, j, range_id, bases)
             self._owner.setdefault(j, []).append(key)
 
-    def _read_range(self, range_id: str) -> bytes:
-        data = self.source.read_metadata("range", range_id)
+    def _read_range(self, j: int, range_id: str, bases: list[str]) -> bytes:
+        """The range's bytes; with ``copy_ahead``, once its new objects were copied (so the pass, which waits
+        for these bytes, then finds them at the destination instead of racing for them)."""
+        raw = self._raw.get(range_id)
+        try:
+            data = self.source.read_metadata("range", range_id)
+        except BaseException as exc:
+            if raw is not None:
+                raw.set_exception(exc)
+            raise
+        if raw is not None:
+            raw.set_result(data)
         self._count(len(data))
+        if self.copy_ahead is not None and not self._closed:
+            try:
+                copied = self.copy_ahead(j, range_id, data, bases, self._read_base)
+            except Exception as exc:  # only ahead of time: the pass copies what is missing and validates all
+                log.debug("copying range %s ahead: %s", range_id, exc)
+            else:
+                with self._lock:
+                    self.copied_ahead[range_id] = copied
         return data
+
+    def _read_base(self, kind: str, range_id: str) -> bytes:
+        """A base range's bytes for ``copy_ahead``: as soon as its read ahead has them (not once its own copy
+        ahead is done, so copies ahead of consecutive commits overlap), else read now."""
+        with self._lock:
+            raw = self._raw.get(range_id)
+        return raw.result() if raw is not None else self.source.read_metadata(kind, range_id)
 
     def _count(self, n: int) -> None:
         with self._lock:
             self._held += n
 
     def _drop(self, key: tuple[str, str]) -> None:
+        self._raw.pop(key[1], None)
         future = self._files.pop(key, None)
         if future is not None and future.done() and future.exception() is None:
             self._held -= len(future.result())
