@@ -36,6 +36,7 @@ from ..storage import (
     TransferPool,
     process_limiter,
 )
+from .aside import aside
 from .branch_workers import bounded_map, serialized, serialized_recorder, sync_branches
 from .copy_plan import plan_range_copies
 from .errors import ReplicationError
@@ -189,10 +190,10 @@ class MirrorEngine:
     # ------------------------------------------------------------------ destination repository
     def ensure_mirror_repository(self) -> None:
         """Create the read-only, bare mirror repository if missing; refuse one that is not a mirror of ours."""
-        source_repo = self.source.client.get_repository(self.source.repository)
         try:
             existing = self.destination.get_repository(self.mirror_repo)
-        except LakeFSNotFound:
+        except LakeFSNotFound:  # the source is read only to create it: a round trip across the link saved a pass
+            source_repo = self.source.client.get_repository(self.source.repository)
             self.destination.create_repository(
                 self.mirror_repo,
                 self.dst_ns,
@@ -371,20 +372,22 @@ class MirrorEngine:
                 first_commit.setdefault(c.metarange_id, c)
         stats.metaranges = len(first_commit)
         intact: set[str] = set()
-        bases = self._parent_ranges(commits)
         errors: list[str] = []
         order = list(first_commit)
         reader: RangeSource = self.source
         prefetch = None
-        if len(order) > 1:  # a history: its files are read several commits ahead (prefetch.py)
+        if order:  # read (and copy) ahead, also the first metarange while the parents' ranges are read
             ahead = None
             if self.copy_objects and self.transferer == self.transfer_ranges:
                 commits_of = list(first_commit.values())
                 ahead = functools.partial(self._copy_ahead, commits_of)
+            parents = aside(lambda: self._parent_ranges(commits), name="parent-ranges")
             reader = prefetch = MetadataPrefetch(
-                self.source, order, before=bases, workers=PREFETCH_WORKERS, copy_ahead=ahead
+                self.source, order, before=parents, workers=PREFETCH_WORKERS, copy_ahead=ahead
             )
+            prefetch.advance(0)
         try:
+            bases = self._parent_ranges(commits) if prefetch is None else list(parents.result())
             for i, (metarange_id, commit) in enumerate(first_commit.items()):
                 if prefetch is not None:
                     prefetch.advance(i)
@@ -422,7 +425,10 @@ class MirrorEngine:
         """``MetadataPrefetch``'s copy ahead: the objects a later commit's new range adds over its parent's
         ranges, copied on the engine's pool while the pass works on earlier commits. Only objects: the range
         file, the metarange, validation and the ref move stay the pass's, in order, so copying ahead changes
-        nothing a ref may point at; a copy that fails here is simply made (or reported) by the pass."""
+        nothing a ref may point at; a copy that fails here is simply made (or reported) by the pass. Progress
+        sees these objects when the pass finds them present (bytes then count at their copy, not on screen)."""
+        if index == 0:  # the pass is at the first commit already: its copies are the pass's own, with progress
+            return 0, 0
         commit = commits[index]
         changes = range_changes(data, range_id, bases, lambda rid: read("range", rid))
         copies = plan_range_copies(

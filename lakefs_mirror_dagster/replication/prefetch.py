@@ -48,7 +48,7 @@ class MetadataPrefetch:
         source: RangeSource,
         metaranges: Sequence[str],
         *,
-        before: Sequence[RangeRef] = (),
+        before: Sequence[RangeRef] | Future[list[RangeRef]] = (),
         window: int = 16,
         workers: int = 8,
         max_ranges: int = 2,
@@ -60,7 +60,7 @@ class MetadataPrefetch:
         self.window = window
         self.max_ranges = max_ranges
         self.max_bytes = max_bytes
-        self._before = {r.range_id: r for r in before}  # range IDs of the commit(s) before the first: not new in it
+        self._before = before  # the ranges before the first metarange (or their read, still on its way)
         self.copy_ahead = copy_ahead
         #: Range ID -> (objects, bytes) ``copy_ahead`` copied for it; the pass folds them into its ref's stats.
         self.copied_ahead: dict[str, tuple[int, int]] = {}
@@ -135,7 +135,11 @@ class MetadataPrefetch:
         """The ranges of the metarange before ``j`` by ID (read by an earlier task, which a FIFO pool started
         first, so waiting for it cannot deadlock)."""
         if j == 0:
-            return dict(self._before)
+            try:
+                before = self._before.result() if isinstance(self._before, Future) else self._before
+            except Exception:  # the pass reads them itself and reports its error
+                return {}
+            return {r.range_id: r for r in before}
         with self._lock:
             future = self._files.get(("meta_range", self.metaranges[j - 1]))
         if future is None:
