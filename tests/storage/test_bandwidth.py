@@ -136,3 +136,10 @@ def test_spark_tasks_each_get_an_equal_share() -> None:
     assert task_share(target, 1) == target
     unlimited = TransferTarget("repo", "s3://a/ns", "s3://b/ns")
     assert task_share(unlimited, 8).max_bytes_per_second == 0
+
+
+def test_a_limit_with_external_transfer_is_refused() -> None:
+    """In external mode the store's replication moves objects: a limit here would do nothing, so it is refused."""
+    with pytest.raises(ConfigError, match=r"transfer\.max_bytes_per_second.*transfer\.mode: external"):
+        config_with(max_bytes_per_second="50Mbit", mode="external")
+    assert config_with(mode="external").transfer.max_bytes_per_second == 0
