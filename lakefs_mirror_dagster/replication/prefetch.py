@@ -7,6 +7,10 @@ per commit whatever else is done. ``MetadataPrefetch`` reads the metaranges of t
 ``workers`` threads, and with each the few range files that are new in it compared with the commit before it
 (the ones the pass will read: a one-object commit rewrites one range), while the pass works on earlier commits.
 
+With ``copy_ahead`` (the engine's, in copy mode on its own pool) each range read ahead also has the objects it
+adds over the commit before copied to the destination; the pass waits for that before working on the range and
+finds them present. Objects only: range files, metaranges, validation and ref moves stay the pass's, in order.
+
 Nothing here decides anything: the bytes are handed to the same code that read them before, which verifies them
 against their IDs as it always did. A prefetch that failed is simply read again when asked for, so a fault in a
 read ahead surfaces exactly as a fault in the read it replaces. Memory stays bounded: at most ``window`` commits
