@@ -25,8 +25,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from ..graveler import iter_range_refs, verify_range_file
-from ..graveler.records import RangeRef
+from ..graveler import RangeRef, iter_range_refs, verify_range_file
 from ..storage import Blockstore
 from .range_transfer import RangeSource
 
