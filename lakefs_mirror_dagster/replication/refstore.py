@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from ..backoff import Backoff
 from ..config import DynamoDBSettings
 from ..config.database import RefstoreDatabaseConfig
 from ..errors import require_extra
@@ -49,6 +50,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: DynamoDB's ``UnprocessedItems`` (throttled writes of a batch) are sent again on this schedule.
+_UNPROCESSED = Backoff(base=0.05, cap=2.0, attempts=8)
 
 #: lakeFS's key-value table unless the connection string names another (``lakefskv_table``).
 DEFAULT_TABLE = "kv"
@@ -243,13 +247,12 @@ class DynamoRefstore(Refstore):
         ]
         for start in range(0, len(items), 25):
             pending: list[Any] = items[start : start + 25]
-            for attempt in range(8):
-                if not pending:
-                    break
-                if attempt:
-                    time.sleep(min(0.05 * 2**attempt, 2.0))
+            retries = _UNPROCESSED.start()
+            while True:
                 answer = self._call_raw(what, "batch_write_item", RequestItems={self.table: pending})
                 pending = answer.get("UnprocessedItems", {}).get(self.table, [])
+                if not pending or not retries.wait():
+                    break
             if pending:
                 raise ReplicationError(f"{what} in the refstore database: {len(pending)} item(s) left unprocessed")
 
