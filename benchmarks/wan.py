@@ -11,10 +11,16 @@ toxics are set to rtt/2 each way before each round. Per round trip it prints:
 - a history-heavy first sync (``--commits`` on main, ``--branches`` branches and ``--tags`` tags at earlier
   commits; default 5,000 / 100 / 200): seconds, ms per commit (goals: <= 9 ms at 80 ms, <= 3 ms at 0 ms), and the
   requests the source lakeFS served per commit, by operation (from its Prometheus ``/metrics``);
+- a one-commit incremental on that repository after each first sync: the requests the source lakeFS served
+  for it, by operation (goal: <= 10 round trips);
+- egress control (``--parts egress``, at the last round trip): a backfill of ``--egress-seconds`` worth of
+  1 MiB objects at ``transfer.max_bytes_per_second: --egress-limit``; the rate held while copying (bytes copied
+  over the copy stages' seconds) next to the goal (within 10 % of the limit over 30 s);
 - the CPU seconds of every server, Toxiproxy's included.
 
     .venv/bin/python benchmarks/wan.py [--objects 10000] [--size 16384] [--commits 5000] [--branches 100]
-        [--tags 200] [--rtts 0,20,80,200] [--rate 0] [--transfers 16] [--parts backfill,history]
+        [--tags 200] [--rtts 0,20,80,200] [--rate 0] [--transfers 16] [--parts backfill,history,egress]
+        [--egress-limit 50Mbit] [--egress-seconds 30]
 
 Small smoke run: ``--objects 300 --commits 30 --branches 3 --tags 3 --rtts 0,80``.
 rclone comes from the Debian package (``backfill_vs_rclone.py`` installs it when run as root).
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import sys
 import time
 import urllib.request
@@ -34,13 +41,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _fixtures as fx
+import yaml
 from backfill_vs_rclone import GOAL_RATIO, Figure, ensure_rclone, measured, rclone_sync
 from lakefs_mirror_devenv import Environment, LinkSpec
 
+from lakefs_mirror_dagster.config import parse_byte_rate
 from lakefs_mirror_dagster.lakefs import LakeFSClient
 
 #: Issue 34's goals for the history-heavy first sync, ms per commit: at 80 ms and at 0 ms round trip.
 GOAL_MS_PER_COMMIT = {80.0: 9.0, 0.0: 3.0}
+#: Issue 34's goals: a one-commit incremental in round trips; the egress limit held within 10 %.
+GOAL_INCREMENTAL_REQUESTS = 10
+GOAL_EGRESS_DEVIATION = 0.10
 MiB = 1024 * 1024
 
 
@@ -117,10 +129,61 @@ def backfill_round(env: Environment, built: fx.BuiltRepository, rclone: str | No
     return figures
 
 
-def history_round(env: Environment, repo: str, commits: int) -> tuple[Figure, Counter[str]]:
+@dataclasses.dataclass
+class HistoryRound:
+    """A first sync of the history and a one-commit incremental after it, with the source's requests of each."""
+
+    first: Figure
+    requests: Counter[str]
+    incremental_seconds: float
+    incremental_requests: Counter[str]
+
+
+def history_round(env: Environment, repo: str, commits: int) -> HistoryRound:
     before = api_requests(env)
-    figure = measured(env, lambda: ours(env, repo, 0, None))
-    return figure, api_requests(env) - before
+    mirror: list[str] = []
+
+    def first_sync() -> Figure:
+        mirror.append(fx.create_mirror(env, repo))
+        child = fx.sync_in_child(fx.service_config(env, fx.MIRROR), mirror[0])
+        note = f"process {child.seconds:.1f}s, {fx.format_stages(child.result['stages'])}"
+        return Figure("ours", child.result["seconds"], 0, child.cpu_seconds, note=note)
+
+    figure = measured(env, first_sync)
+    requests = api_requests(env) - before
+    fx.add_one_object_commit(env, fx.SOURCE, repo, f"incremental/{uuid.uuid4().hex[:8]}.bin")
+    before = api_requests(env)
+    child = fx.sync_in_child(fx.service_config(env, fx.MIRROR), mirror[0])
+    return HistoryRound(figure, requests, child.result["seconds"], api_requests(env) - before)
+
+
+def egress_round(env: Environment, limit: int, seconds: float) -> tuple[float, float, Figure]:
+    """A backfill of ``seconds`` worth of 1 MiB objects at ``limit`` bytes/s: (bytes/s while copying, copy
+    seconds, the figure). The rate is the child's bytes copied over its copy stages (range reads + transfer)."""
+    objects = max(4, math.ceil(limit * seconds / MiB))
+    built = fx.build_repository(env, fx.SOURCE, objects=objects, object_size=MiB)
+    config = fx.service_config(env, fx.MIRROR)
+    data = yaml.safe_load(config.read_text())
+    data.setdefault("transfer", {})["max_bytes_per_second"] = limit
+    limited = config.with_name("replication-egress.yaml")
+    limited.write_text(yaml.safe_dump(data, sort_keys=False))
+    limited.chmod(0o600)
+    result: dict[str, object] = {}
+
+    def run() -> Figure:
+        mirror = fx.create_mirror(env, built.name)
+        child = fx.sync_in_child(limited, mirror)
+        result.update(child.result)
+        note = f"process {child.seconds:.1f}s, {fx.format_stages(child.result['stages'])}"
+        return Figure("ours", child.result["seconds"], built.objects * MiB, child.cpu_seconds, note=note)
+
+    figure = measured(env, run)
+    stages = result["stages"]
+    assert isinstance(stages, dict)
+    copy_s = stages.get("range reads", 0.0) + stages.get("transfer", 0.0)
+    copied = result["bytes_copied"]
+    assert isinstance(copied, int)
+    return (copied / copy_s if copy_s > 0 else float("nan")), copy_s, figure
 
 
 def main() -> None:
@@ -133,17 +196,23 @@ def main() -> None:
     parser.add_argument("--rtts", default="0,20,80,200", help="round trips in ms, comma-separated")
     parser.add_argument("--rate", type=float, default=0.0, help="link rate in Mbit/s each way (0: unlimited)")
     parser.add_argument("--transfers", type=int, default=16, help="rclone's --transfers and --checkers")
-    parser.add_argument("--parts", default="backfill,history", help="comma-separated: backfill, history")
+    parser.add_argument("--parts", default="backfill,history,egress", help="comma-separated: backfill, history, egress")
+    parser.add_argument("--egress-limit", default="50Mbit", help="transfer.max_bytes_per_second of the egress part")
+    parser.add_argument("--egress-seconds", type=float, default=30.0, help="seconds of data at the egress limit")
     args = parser.parse_args()
     try:
         rtts = [float(r) for r in args.rtts.split(",") if r.strip()]
     except ValueError:
         parser.error(f"--rtts {args.rtts!r}: expected milliseconds such as 0,20,80,200")
     parts = {p.strip() for p in args.parts.split(",") if p.strip()}
-    if bad := parts - {"backfill", "history"}:
+    if bad := parts - {"backfill", "history", "egress"}:
         parser.error(f"unknown part(s): {', '.join(sorted(bad))}")
     if not rtts or min(rtts) < 0 or min(args.objects, args.size, args.commits, args.transfers) < 1:
         parser.error("round trips must be >= 0 ms; counts and sizes at least 1")
+    try:
+        egress_limit = parse_byte_rate(args.egress_limit)
+    except ValueError as exc:
+        parser.error(f"--egress-limit: {exc}")
     rclone = ensure_rclone() if "backfill" in parts else None
     print(f"start: {fx.machine_load()}")
     with fx.bench_environment(links=(LinkSpec(fx.SOURCE, fx.MIRROR),)) as env:
@@ -152,7 +221,8 @@ def main() -> None:
             built = fx.build_repository(env, fx.SOURCE, objects=args.objects, object_size=args.size)
         history = build_history(env, args.commits, args.branches, args.tags) if "history" in parts else None
         backfill: dict[float, list[Figure]] = {}
-        first_sync: dict[float, tuple[Figure, Counter[str]]] = {}
+        first_sync: dict[float, HistoryRound] = {}
+        egress = None
         for rtt in rtts:
             set_round_trip(env, rtt, args.rate * 1e6)
             print(f"\n=== {rtt:g} ms round trip ({fx.machine_load()})", flush=True)
@@ -160,14 +230,27 @@ def main() -> None:
                 backfill[rtt] = backfill_round(env, built, rclone, args.transfers)
             if history is not None:
                 first_sync[rtt] = history_round(env, *history)
+        if "egress" in parts and egress_limit > 0:
+            print(f"\n=== egress at {args.egress_limit} over {rtts[-1]:g} ms ({fx.machine_load()})", flush=True)
+            egress = (rtts[-1], egress_limit, *egress_round(env, egress_limit, args.egress_seconds))
         report(args, rtts, backfill, first_sync, history[1] if history else 0)
+        if egress is not None:
+            rtt, limit, rate, copy_s, figure = egress
+            deviation = rate / limit - 1
+            verdict = "meets" if abs(deviation) <= GOAL_EGRESS_DEVIATION and copy_s >= 30 else "misses"
+            print(
+                f"\negress: transfer.max_bytes_per_second {args.egress_limit} ({limit / 1e6:.2f} MB/s) at {rtt:g} ms: "
+                f"{rate / 1e6:.2f} MB/s over {copy_s:.1f}s of copying ({deviation:+.1%}; goal within "
+                f"{GOAL_EGRESS_DEVIATION:.0%} over 30 s)  {verdict}"
+            )
+            print(f"  ours: {figure.note}; {figure.cpu_text()}")
 
 
 def report(
     args: argparse.Namespace,
     rtts: list[float],
     backfill: dict[float, list[Figure]],
-    first_sync: dict[float, tuple[Figure, Counter[str]]],
+    first_sync: dict[float, HistoryRound],
     commits: int,
 ) -> None:
     rate = f"{args.rate:g} Mbit/s" if args.rate else "unlimited"
@@ -195,7 +278,7 @@ def report(
         head = f"{'seconds':>8}  {'ms/commit':>9}  {'API req/commit':>14}  {'toxiproxy CPU s':>15}"
         print(f"  {'rtt':>6}  {head}  verdict")
         for rtt in rtts:
-            figure, requests = first_sync[rtt]
+            figure, requests = first_sync[rtt].first, first_sync[rtt].requests
             per_commit = figure.seconds * 1000 / commits
             goal = GOAL_MS_PER_COMMIT.get(rtt)
             verdict = "" if goal is None else ("meets" if per_commit <= goal else "misses")
@@ -206,6 +289,15 @@ def report(
             )
             top = ", ".join(f"{op} {n / commits:.2f}" for op, n in requests.most_common(6))
             print(f"  {'':>6}  source lakeFS requests per commit: {top}")
+        print(f"\none-commit incremental after each first sync (goal: <= {GOAL_INCREMENTAL_REQUESTS} round trips)")
+        for rtt in rtts:
+            r = first_sync[rtt]
+            total = sum(r.incremental_requests.values())
+            verdict = "meets" if total <= GOAL_INCREMENTAL_REQUESTS else "misses"
+            ops = ", ".join(f"{op} {n}" for op, n in r.incremental_requests.most_common())
+            print(
+                f"  {rtt:>4g}ms  {r.incremental_seconds:>6.2f}s  {total:>3} source lakeFS requests  {verdict}  ({ops})"
+            )
 
 
 if __name__ == "__main__":

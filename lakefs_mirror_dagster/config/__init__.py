@@ -44,7 +44,16 @@ from .stores import (
     StoreConfig,
     StoreSettings,
 )
-from .values import ByteSize, Secret, format_duration, parse_byte_size, parse_duration, parse_listen_address
+from .values import (
+    ByteRate,
+    ByteSize,
+    Secret,
+    format_duration,
+    parse_byte_rate,
+    parse_byte_size,
+    parse_duration,
+    parse_listen_address,
+)
 
 __all__ = [
     "CONFIG_PATH_ENV",
@@ -56,6 +65,7 @@ __all__ = [
     "BlockstoreConfig",
     "BlockstoreType",
     "BlockstoresConfig",
+    "ByteRate",
     "ByteSize",
     "CommitSensorConfig",
     "ConfigError",
@@ -87,6 +97,7 @@ __all__ = [
     "dump_example_config",
     "format_duration",
     "load_config",
+    "parse_byte_rate",
     "parse_byte_size",
     "parse_config",
     "parse_duration",

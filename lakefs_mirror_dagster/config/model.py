@@ -103,6 +103,12 @@ class ReplicationConfig:
                 f"needs regional_endpoint to be lakeFS's root URL, without a path (got {self.regional_endpoint!r}): "
                 "requests pass through with their own paths",
             )
+        if self.transfer.mode == "external" and self.transfer.max_bytes_per_second:
+            raise _FieldError(
+                ("transfer", "max_bytes_per_second"),
+                "has no effect with transfer.mode: external (the store's replication moves the objects, not this "
+                "service); remove it or use mode: copy",
+            )
         known = self.known_regions
         for section in ("region_credentials", "source_stores"):
             for key in getattr(self, section):

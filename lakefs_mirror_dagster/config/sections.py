@@ -12,6 +12,7 @@ from typing import Literal
 
 from .errors import _FieldError, _Parts
 from .values import (
+    ByteRate,
     ByteSize,
     GiB,
     MiB,
@@ -265,6 +266,8 @@ class TransferConfig:
     )
     strict_full_addresses: bool = False
     mode: Literal["copy", "external"] = "copy"
+    #: Object bytes one process streams per second, shared by its branch workers and threads (0: no limit).
+    max_bytes_per_second: ByteRate = 0
 
 
 @dataclass(frozen=True, kw_only=True)

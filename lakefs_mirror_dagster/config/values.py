@@ -16,12 +16,14 @@ from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 __all__ = [
+    "ByteRate",
     "ByteSize",
     "GiB",
     "KiB",
     "MiB",
     "Secret",
     "format_duration",
+    "parse_byte_rate",
     "parse_byte_size",
     "parse_duration",
     "parse_listen_address",
@@ -193,8 +195,36 @@ class _Marker:
 
 
 _BYTE_SIZE = _Marker("byte size")
+_BYTE_RATE = _Marker("byte rate")
 #: An ``int`` number of bytes that the config accepts as ``67108864`` or ``"64MiB"``.
 ByteSize = Annotated[int, _BYTE_SIZE]
+#: An ``int`` of bytes per second that the config accepts as ``6250000``, ``"50Mbit"`` or ``"10MiB"``.
+ByteRate = Annotated[int, _BYTE_RATE]
+
+#: Bits per second: decimal, as links are sold (rclone's ``--bwlimit`` and Toxiproxy's rates alike).
+_BIT_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
+
+
+def parse_byte_rate(value: str | int) -> int:
+    """Parse a rate into whole bytes per second: plain bytes (``6250000``), a byte size per second
+    (``"10MiB"``, ``"10MB/s"``) or bits per second (``"50Mbit"``, ``"512kbit/s"``, ``"1Gbit"``). ``0``: no limit.
+
+    A link is sold in bits and a disk in bytes; both are accepted, so an operator copies either figure as is."""
+    if isinstance(value, str):
+        text = value.strip()
+        text = text[:-2].rstrip() if text.lower().endswith("/s") else text
+        match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([A-Za-z]+)", text)
+        if match and match.group(2).lower() in _BIT_UNITS:
+            bits = Fraction(match.group(1)) * _BIT_UNITS[match.group(2).lower()]
+            return int(bits / 8)
+        try:
+            return parse_byte_size(text)
+        except ValueError:
+            raise ValueError(
+                f"invalid rate {value!r}: expected bytes per second (e.g. 6250000 or '10MiB') or bits per second "
+                "(e.g. '50Mbit', '1Gbit')"
+            ) from None
+    return parse_byte_size(value)
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -34,24 +34,32 @@ def bounded_map(fn: Callable[[T], R], items: Sequence[T], limit: int) -> list[R]
         return list(pool.map(fn, items))
 
 
-def sync_branches(heads: Heads, sync: SyncRef, gate: RefGate | None, limit: int) -> list[RefResult]:
+def sync_branches(
+    heads: Heads, sync: SyncRef, gate: RefGate | None, limit: int, *, alone: str | None = None
+) -> list[RefResult]:
     """Each branch (name -> source and mirror heads) asked of ``gate`` first, one after another (it reads the
     mirrors database), then the ones it does not hold synced on up to ``limit`` threads; results in name order.
 
     Branches at the same source head go in two waves: one of them first (it copies and records that commit),
     then the others, which find it at the mirror. A new mirror of a repository whose branches mostly share a
-    few commits thus copies each commit once, not once per thread."""
+    few commits thus copies each commit once, not once per thread. ``alone`` (the branch whose head is the
+    newest: in a shared history, most likely everyone's descendant) goes before all of them, by itself: the
+    history the others share is then worked on once, not by every thread at once."""
     held = {name: gate(RefKind.BRANCH, name, *h) if gate is not None else None for name, h in heads.items()}
-    leaders: dict[str | None, str] = {}
-    for name, (source_head, _mirror_head) in heads.items():
-        leaders.setdefault(source_head, name)
-    first = list(leaders.values())
-    rest = [name for name in heads if name not in leaders.values()]
 
     def one(name: str) -> RefResult:
         return held[name] or sync(RefKind.BRANCH, name, *heads[name])
 
-    done = dict(zip(first, bounded_map(one, first, limit), strict=True))
+    done: dict[str, RefResult] = {}
+    if alone is not None and alone in heads:
+        done[alone] = one(alone)
+    leaders: dict[str | None, str] = {}
+    for name, (source_head, _mirror_head) in heads.items():
+        if name not in done:
+            leaders.setdefault(source_head, name)
+    first = list(leaders.values())
+    rest = [name for name in heads if name not in leaders.values() and name not in done]
+    done.update(zip(first, bounded_map(one, first, limit), strict=True))
     done.update(zip(rest, bounded_map(one, rest, limit), strict=True))
     return [done[name] for name in heads]
 

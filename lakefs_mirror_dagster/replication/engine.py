@@ -19,7 +19,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -27,8 +27,18 @@ from ..graveler import CommitData, GravelerError, RangeRef, iter_range_refs, ver
 from ..graveler import commit_id as compute_commit_id
 from ..lakefs import Commit, LakeFSClient, LakeFSError, LakeFSNotFound
 from ..logs import log_fields
-from ..storage import DEFAULT_MAX_BYTES_IN_FLIGHT, Blockstore, CopyResult, ObjectStat, StorageError, TransferPool
-from .branch_workers import serialized, serialized_recorder, sync_branches
+from ..storage import (
+    DEFAULT_MAX_BYTES_IN_FLIGHT,
+    Blockstore,
+    CopyResult,
+    ObjectStat,
+    StorageError,
+    TransferPool,
+    process_limiter,
+)
+from .aside import aside
+from .branch_workers import bounded_map, serialized, serialized_recorder, sync_branches
+from .copy_plan import plan_range_copies
 from .errors import ReplicationError
 from .failpoints import failpoint
 from .heads import branch_head, branch_heads, differing, tag_commits
@@ -44,9 +54,10 @@ from .plugs import (
     ValidatedCache,
     in_process_validator,
 )
+from .prefetch import MetadataPrefetch
 from .progress import ProgressReporter
-from .range_changes import PROCESS_VERIFIED_RANGES, RangeReads
-from .range_transfer import put_metadata_file, transfer_range
+from .range_changes import PROCESS_VERIFIED_RANGES, RangeReads, range_changes
+from .range_transfer import RangeSource, put_metadata_file, transfer_range
 from .read_ahead import RangeReadAhead
 from .refstore import Refstore, SourceCommitTimes, commit_data
 from .results import BlockReason, MirrorSyncResult, RefAction, RefKind, RefResult, TransferStats
@@ -71,6 +82,14 @@ log = logging.getLogger(__name__)
 _HEAD_READS_MAX = 10
 
 
+#: Threads reading a history's metadata files ahead (``MetadataPrefetch``): round trips overlapped at once.
+PREFETCH_WORKERS = 8
+
+#: Commit records written to the refstore database in one transaction: a history's records cost a round trip
+#: per batch, not per commit (lakeFS's ``CreateCommitRecord`` takes one record a request).
+COMMIT_RECORD_BATCH = 500
+
+
 class MirrorRefMoved(ReplicationError):
     """The mirror ref moved between reading it and promoting: a concurrent sync or run got there first."""
 
@@ -81,6 +100,7 @@ class EngineSettings:
 
     concurrency: int = 16
     max_bytes_in_flight: int = DEFAULT_MAX_BYTES_IN_FLIGHT
+    max_bytes_per_second: int = 0  # object bytes streamed per second by the whole process (0: no limit)
     strict_full_addresses: bool = False
     list_page_size: int = 1000
     validator_workers: int = 3
@@ -160,7 +180,9 @@ class MirrorEngine:
         if in_flight is not None:  # the refs in flight in the mirrors database, for the API and ``status``
             InFlightRecorder(in_flight, mirror_id, self.progress, lock=lock)
         self._pool = TransferPool(
-            concurrency=self.settings.concurrency, max_bytes_in_flight=self.settings.max_bytes_in_flight
+            concurrency=self.settings.concurrency,
+            max_bytes_in_flight=self.settings.max_bytes_in_flight,
+            limiter=process_limiter(self.settings.max_bytes_per_second),
         )
         #: The ref this thread is advancing (``"<kind> <name>"``), whose progress its objects count towards.
         self._syncing = threading.local()
@@ -168,10 +190,10 @@ class MirrorEngine:
     # ------------------------------------------------------------------ destination repository
     def ensure_mirror_repository(self) -> None:
         """Create the read-only, bare mirror repository if missing; refuse one that is not a mirror of ours."""
-        source_repo = self.source.client.get_repository(self.source.repository)
         try:
             existing = self.destination.get_repository(self.mirror_repo)
-        except LakeFSNotFound:
+        except LakeFSNotFound:  # the source is read only to create it: a round trip across the link saved a pass
+            source_repo = self.source.client.get_repository(self.source.repository)
             self.destination.create_repository(
                 self.mirror_repo,
                 self.dst_ns,
@@ -198,11 +220,28 @@ class MirrorEngine:
         result = MirrorSyncResult(mirror=self.mirror_repo, source_repository=self.source.repository)
         self.ensure_mirror_repository()
         heads = self._branch_heads(None if branches is None else set(branches))
-        result.refs.extend(sync_branches(heads, self.sync_ref, gate, self.settings.branch_workers))
+        alone = self._newest_moving(heads)
+        result.refs.extend(sync_branches(heads, self.sync_ref, gate, self.settings.branch_workers, alone=alone))
         if self.settings.mirror_tags and (branches is None if tags is None else tags):
             result.refs.extend(self._sync_differing_tags())
         result.duration_seconds = time.monotonic() - started
         return result
+
+    def _newest_moving(self, heads: Mapping[str, tuple[str | None, str | None]]) -> str | None:
+        """Of the branches whose source head differs from the mirror's, the one whose head has the highest
+        generation, when there are several heads (``sync_branches`` syncs it first, by itself). The heads'
+        commits are read on the branch workers' threads and kept: each ref's own pass needs them anyway."""
+        moving = {n: src for n, (src, dst) in heads.items() if src is not None and src != dst}
+        distinct = sorted(set(moving.values()))
+        if len(distinct) < 2 or self.settings.branch_workers <= 1:
+            return None
+        try:
+            commits = bounded_map(self.planner.source_commit, distinct, self.settings.branch_workers)
+        except (LakeFSError, ReplicationError) as exc:  # only an order: each ref's own pass reports its errors
+            log.debug("reading the heads of %s to order its branches: %s", self.mirror_repo, exc)
+            return None
+        generation = {c.id: c.generation for c in commits}
+        return max(sorted(moving), key=lambda n: generation[moving[n]])
 
     def ref_heads(
         self, *, branches: Iterable[str] | None = None, tags: bool | None = None
@@ -333,10 +372,29 @@ class MirrorEngine:
                 first_commit.setdefault(c.metarange_id, c)
         stats.metaranges = len(first_commit)
         intact: set[str] = set()
-        bases = self._parent_ranges(commits)
         errors: list[str] = []
-        for metarange_id, commit in first_commit.items():
-            errors.extend(self._transfer_and_validate_metarange(metarange_id, commit, stats, intact, bases))
+        order = list(first_commit)
+        reader: RangeSource = self.source
+        prefetch = None
+        if order:  # read (and copy) ahead, also the first metarange while the parents' ranges are read
+            ahead = None
+            if self.copy_objects and self.transferer == self.transfer_ranges:
+                commits_of = list(first_commit.values())
+                ahead = functools.partial(self._copy_ahead, commits_of)
+            parents = aside(lambda: self._parent_ranges(commits), name="parent-ranges")
+            reader = prefetch = MetadataPrefetch(
+                self.source, order, before=parents, workers=PREFETCH_WORKERS, copy_ahead=ahead
+            )
+            prefetch.advance(0)
+        try:
+            bases = self._parent_ranges(commits) if prefetch is None else list(parents.result())
+            for i, (metarange_id, commit) in enumerate(first_commit.items()):
+                if prefetch is not None:
+                    prefetch.advance(i)
+                errors.extend(self._transfer_and_validate_metarange(metarange_id, commit, stats, intact, bases, reader))
+        finally:
+            if prefetch is not None:
+                prefetch.close()
         if errors:
             why = "validation failed" if self.settings.copy_objects else "waiting for the store's replication"
             prepared.error = f"{why}, not promoted: " + "; ".join(errors[:MAX_REPORTED])
@@ -354,6 +412,33 @@ class MirrorEngine:
             self.started(seen)
         except Exception as exc:
             log.warning("could not record %s's new source head: %s: %s", result.name, type(exc).__name__, exc)
+
+    def _copy_ahead(
+        self,
+        commits: Sequence[Commit],
+        index: int,
+        range_id: str,
+        data: bytes,
+        bases: list[str],
+        read: Callable[[str, str], bytes],
+    ) -> tuple[int, int]:
+        """``MetadataPrefetch``'s copy ahead: the objects a later commit's new range adds over its parent's
+        ranges, copied on the engine's pool while the pass works on earlier commits. Only objects: the range
+        file, the metarange, validation and the ref move stay the pass's, in order, so copying ahead changes
+        nothing a ref may point at; a copy that fails here is simply made (or reported) by the pass. Progress
+        sees these objects when the pass finds them present (bytes then count at their copy, not on screen)."""
+        if index == 0:  # the pass is at the first commit already: its copies are the pass's own, with progress
+            return 0, 0
+        commit = commits[index]
+        changes = range_changes(data, range_id, bases, lambda rid: read("range", rid))
+        copies = plan_range_copies(
+            changes,
+            locate=lambda key, address: self.source.object_location(commit.id, key, address),
+            destination=self.dst_store,
+            destination_namespace=self.dst_ns,
+        )
+        result = self._pool.run(copies.tasks, copies.destination_stats, on_result=_copied_ahead)
+        return result.copied, result.bytes_copied
 
     def note_lag(self, result: RefResult) -> None:
         """Set the source commit's time (also for a ref left behind it: how far behind it is, ``status``) and, for
@@ -410,12 +495,14 @@ class MirrorEngine:
                     exc,
                 )
                 records = None
-        for i, commit in enumerate(commits):
-            if records is not None:
-                assert self.refstore is not None
-                self.refstore.write_commits(self.mirror_repo, [records[i]])
-            else:
-                self.destination.create_commit_record(self.mirror_repo, commit, force=True)
+        if records is not None:
+            assert self.refstore is not None
+            for start in range(0, len(records), COMMIT_RECORD_BATCH):  # parents first, one transaction a batch
+                self.refstore.write_commits(self.mirror_repo, records[start : start + COMMIT_RECORD_BATCH])
+                failpoint("after_commit_record")
+            return
+        for commit in commits:
+            self.destination.create_commit_record(self.mirror_repo, commit, force=True)
             failpoint("after_commit_record")
 
     def _exact_records(self, commits: Sequence[Commit]) -> list[CommitData]:
@@ -494,15 +581,23 @@ class MirrorEngine:
         return self.dst_store.stat(metadata_uri(self.dst_ns, file_id))
 
     def _transfer_and_validate_metarange(
-        self, metarange_id: str, commit: Commit, stats: TransferStats, intact: set[str], bases: list[RangeRef]
+        self,
+        metarange_id: str,
+        commit: Commit,
+        stats: TransferStats,
+        intact: set[str],
+        bases: list[RangeRef],
+        reader: RangeSource | None = None,
     ) -> list[str]:
         """Copy a metarange's new ranges (objects first) and the metarange, then validate it all. ``bases``
-        (ranges of earlier commits) grows by this metarange's ranges for the commits after it."""
-        data = self.source.read_metadata("meta_range", metarange_id)
+        (ranges of earlier commits) grows by this metarange's ranges for the commits after it. ``reader`` reads
+        the source's metadata files (the source itself, or a ``MetadataPrefetch`` over it)."""
+        reader = reader or self.source
+        data = reader.read_metadata("meta_range", metarange_id)
         refs = list(iter_range_refs(verify_range_file(data, metarange_id)))
         range_ids = [ref.range_id for ref in refs]
         cached = self._validated_before([metarange_id, *range_ids], intact)
-        ahead = self._syncing.ahead = RangeReadAhead(self.source) if self.transferer == self.transfer_ranges else None
+        ahead = self._syncing.ahead = RangeReadAhead(reader) if self.transferer == self.transfer_ranges else None
         if ahead is not None:  # never validated here: read from the source while the others' copies are looked at
             for range_id in (r for r in range_ids if r not in cached and r not in intact):
                 if not ahead.start(range_id):
@@ -521,6 +616,13 @@ class MirrorEngine:
                 self.progress.batch_planned((r for r in refs if r.range_id in new_ranges), ref=ref)
                 handled_before, bytes_before = stats.objects_handled, stats.bytes_copied
                 self.transferer(new_ranges, commit, stats)
+                if isinstance(reader, MetadataPrefetch):  # what was copied ahead, the pass found present
+                    for range_id in new_ranges:
+                        copied, nbytes = reader.copied_ahead.pop(range_id, (0, 0))
+                        moved = min(copied, stats.objects_skipped)
+                        stats.objects_copied += moved
+                        stats.objects_skipped -= moved
+                        stats.bytes_copied += nbytes if moved == copied else 0
                 self.progress.batch_done(
                     ranges=len(new_ranges),
                     objects=stats.objects_handled - handled_before,
@@ -606,6 +708,10 @@ class MirrorEngine:
             self.destination.delete_branch(self.mirror_repo, name, force=True)
         else:
             self.destination.delete_tag(self.mirror_repo, name, force=True)
+
+
+def _copied_ahead(_result: CopyResult) -> None:
+    failpoint("after_object_copy")
 
 
 def _overlap(a: RangeRef, b: RangeRef) -> bool:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from ..backoff import Backoff
 from ..config import DynamoDBSettings
 from ..config.database import RefstoreDatabaseConfig
 from ..errors import require_extra
@@ -49,6 +50,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: DynamoDB's ``UnprocessedItems`` (throttled writes of a batch) are sent again on this schedule.
+_UNPROCESSED = Backoff(base=0.05, cap=2.0, attempts=8)
 
 #: lakeFS's key-value table unless the connection string names another (``lakefskv_table``).
 DEFAULT_TABLE = "kv"
@@ -189,7 +193,12 @@ class PostgresRefstore(Refstore):
             "INSERT INTO {} (partition_key, key, value) VALUES (%s, %s, %s) "
             "ON CONFLICT (partition_key, key) DO UPDATE SET value = EXCLUDED.value"
         ).format(sql.Identifier(self.table))
-        self._run(what, lambda c: c.cursor().executemany(query, rows))
+
+        def put(c: Any) -> None:
+            with c.transaction():  # a batch lands whole or not at all
+                c.cursor().executemany(query, rows)
+
+        self._run(what, put)
 
     def _close_unlocked(self) -> None:
         if self._conn is not None:
@@ -231,9 +240,32 @@ class DynamoRefstore(Refstore):
         return None if item is None else bytes(item["ItemValue"]["B"])
 
     def _put(self, what: str, rows: Sequence[tuple[bytes, bytes, bytes]]) -> None:
-        for partition, key, value in rows:
-            item = {"PartitionKey": {"B": partition}, "ItemKey": {"B": key}, "ItemValue": {"B": value}}
-            self._call(what, "put_item", Item=item)
+        """25 items a request (DynamoDB's ``BatchWriteItem`` limit); what it leaves unprocessed is sent again."""
+        items = [
+            {"PutRequest": {"Item": {"PartitionKey": {"B": p}, "ItemKey": {"B": k}, "ItemValue": {"B": v}}}}
+            for p, k, v in rows
+        ]
+        for start in range(0, len(items), 25):
+            pending: list[Any] = items[start : start + 25]
+            retries = _UNPROCESSED.start()
+            while True:
+                answer = self._call_raw(what, "batch_write_item", RequestItems={self.table: pending})
+                pending = answer.get("UnprocessedItems", {}).get(self.table, [])
+                if not pending or not retries.wait():
+                    break
+            if pending:
+                raise ReplicationError(f"{what} in the refstore database: {len(pending)} item(s) left unprocessed")
+
+    def _call_raw(self, what: str, method: str, **kwargs: Any) -> Any:
+        """``method`` of the client with its own arguments (no ``TableName``: batch calls name tables inside)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            if self._client is None:
+                self._client = make_client(self._settings, section="refstore_database")[0]
+            return getattr(self._client, method)(**kwargs)
+        except (BotoCoreError, ClientError, MirrorsDatabaseError) as exc:
+            raise ReplicationError(f"{what} in the refstore database: {exc}") from None
 
 
 def open_refstore(config: RefstoreDatabaseConfig) -> Refstore:

@@ -144,6 +144,7 @@ class ReplicationService:
         return EngineSettings(
             concurrency=self.config.transfer.concurrency,
             max_bytes_in_flight=self.config.transfer.max_bytes_in_flight,
+            max_bytes_per_second=self.config.transfer.max_bytes_per_second,
             strict_full_addresses=self.config.transfer.strict_full_addresses,
             list_page_size=self.config.commit_sensor.list_branch_page_size,
             validator_workers=self.config.validator.num_workers,

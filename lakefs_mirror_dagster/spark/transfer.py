@@ -9,6 +9,7 @@ list of objects.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -19,10 +20,10 @@ from ..lakefs import Commit, LakeFSClient
 from ..replication import RangeTransferSummary, SourceReader, TransferStats, transfer_range
 from ..replication.engine import RangeBatch
 from ..replication.failpoints import failpoint
-from ..storage import DEFAULT_MAX_BYTES_IN_FLIGHT, TransferPool
+from ..storage import DEFAULT_MAX_BYTES_IN_FLIGHT, TokenBucket, TransferPool
 from .errors import SparkTransferError
 
-__all__ = ["SparkRangeTransferer", "TransferTarget", "transfer_partition"]
+__all__ = ["SparkRangeTransferer", "TransferTarget", "task_share", "transfer_partition"]
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,8 @@ class TransferTarget:
     destination_namespace: str
     concurrency: int = 16
     max_bytes_in_flight: int = DEFAULT_MAX_BYTES_IN_FLIGHT
+    #: The process's ``transfer.max_bytes_per_second``; each task of a batch gets an equal share of it.
+    max_bytes_per_second: int = 0
 
 
 def transfer_partition(
@@ -58,6 +61,7 @@ def transfer_partition(
     pool = TransferPool(
         concurrency=target.concurrency,
         max_bytes_in_flight=target.max_bytes_in_flight,
+        limiter=TokenBucket(target.max_bytes_per_second) if target.max_bytes_per_second > 0 else None,
         on_result=lambda _r: failpoint("after_object_copy"),
     )
     try:
@@ -68,6 +72,14 @@ def transfer_partition(
     finally:
         if client is not None:
             client.close()
+
+
+def task_share(target: TransferTarget, tasks: int) -> TransferTarget:
+    """``target`` for one of ``tasks`` tasks running at once: an equal share of the byte rate (at least 1 byte
+    per second), so together they stay within the process's ``transfer.max_bytes_per_second``."""
+    if target.max_bytes_per_second <= 0:
+        return target
+    return dataclasses.replace(target, max_bytes_per_second=max(1, target.max_bytes_per_second // max(tasks, 1)))
 
 
 def _in_task(
@@ -111,9 +123,10 @@ class SparkRangeTransferer:
         sc = self._session().sparkContext
         secrets = sc.broadcast(self._secrets)
         try:
-            task = functools.partial(_in_task, secrets, self.target, commit.id)
+            slices = min(len(ids), self.max_partitions)
+            task = functools.partial(_in_task, secrets, task_share(self.target, slices), commit.id)
             pairs = [(rid, tuple(batch[rid])) for rid in ids]
-            rdd = sc.parallelize(pairs, numSlices=min(len(ids), self.max_partitions))
+            rdd = sc.parallelize(pairs, numSlices=slices)
             try:
                 results: list[RangeTransferSummary] = rdd.mapPartitions(task).collect()
             except Exception as exc:  # a crashed task: nothing is promoted, the next run resumes

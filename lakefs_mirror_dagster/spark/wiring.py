@@ -65,6 +65,7 @@ def spark_transferer_for(
         destination_namespace=mirror.storage_namespace,
         concurrency=config.transfer.concurrency,
         max_bytes_in_flight=config.transfer.max_bytes_in_flight,
+        max_bytes_per_second=config.transfer.max_bytes_per_second,
     )
     spark_path = SparkRangeTransferer(
         session, _secrets_for(service, mirror), target, max_partitions=config.spark.transfer_max_partitions

@@ -6,6 +6,7 @@ The replication engine reads and writes objects by full storage URIs through ``B
 
 from typing import TYPE_CHECKING, Any
 
+from .bandwidth import ThrottledReader, TokenBucket, process_limiter, throttled
 from .base import Blockstore, ObjectInfo, ObjectStat, ReadableStream
 from .budget import DEFAULT_MAX_BYTES_IN_FLIGHT, ByteBudget
 from .checksums import Check, at_rest_check
@@ -59,6 +60,8 @@ __all__ = [
     "StorageURI",
     "StoreRegistry",
     "StoreSpec",
+    "ThrottledReader",
+    "TokenBucket",
     "TransferFailure",
     "TransferPool",
     "TransferSummary",
@@ -70,7 +73,9 @@ __all__ = [
     "join_namespace",
     "listed_stats",
     "parse_uri",
+    "process_limiter",
     "relative_to_namespace",
+    "throttled",
 ]
 
 

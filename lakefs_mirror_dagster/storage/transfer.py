@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..backoff import Backoff
+from .bandwidth import TokenBucket, throttled
 from .base import Blockstore, ObjectStat
 from .budget import DEFAULT_MAX_BYTES_IN_FLIGHT, ByteBudget
 from .checksums import Check, ExpectedContent, RecordedChecksum, VerifyingReader, at_rest_check
@@ -53,6 +54,7 @@ def copy_object(
     discover: bool = False,
     previous_md5: str | None = None,
     budget: ByteBudget | None = None,
+    limiter: TokenBucket | None = None,
 ) -> CopyResult:
     """Copy one object; server-side when the destination can reach the source, else streamed.
 
@@ -64,7 +66,8 @@ def copy_object(
     what was sent (ChecksumMismatchError). ``part_sizes``, ``discover`` and ``previous_md5`` say how hard to
     look for a multipart layout (``ExpectedContent``); with ``discover`` the source store is asked for its own.
     A streamed copy reserves the destination's part buffer (``write_buffer_size``) from ``budget`` before it
-    opens the source and gives it back once the object is stored.
+    opens the source and gives it back once the object is stored. A streamed copy reads its source through
+    ``limiter`` (``transfer.max_bytes_per_second``), when there is one.
     """
     if allow_server_side and dst_store.same_endpoint_as(src_store):
         try:
@@ -92,7 +95,7 @@ def copy_object(
     expected = ExpectedContent(etag, size, part_sizes, discover, previous_md5)
     held = budget.hold(dst_store.write_buffer_size(size)) if budget is not None else nullcontext()
     if _store_checks(dst_store, expected):
-        with held, src_store.open_read(src_uri, size=size) as stream:
+        with held, throttled(src_store.open_read(src_uri, size=size), limiter) as stream:
             stat = dst_store.write_stream(dst_uri, stream, size)
         found = RecordedChecksum.parse(stat.etag)
         if found.may_be_content_md5 and found.hex == expected.recorded.hex:
@@ -105,7 +108,7 @@ def copy_object(
             uri=src_uri,
             content_md5=found.hex if found.may_be_content_md5 else _NOT_AN_MD5,
         )
-    with held, src_store.open_read(src_uri, size=size) as stream:
+    with held, throttled(src_store.open_read(src_uri, size=size), limiter) as stream:
         reader = VerifyingReader(stream, expected, uri=src_uri)
         stat = dst_store.write_stream(dst_uri, reader, size)
     try:
@@ -233,6 +236,7 @@ class TransferPool:
         allow_server_side: bool = True,
         on_result: Callable[[CopyResult], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        limiter: TokenBucket | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"TransferPool concurrency must be at least 1, got {concurrency}")
@@ -246,6 +250,8 @@ class TransferPool:
         self.skip_existing = skip_existing
         self.allow_server_side = allow_server_side
         self._on_result = on_result
+        #: The process's egress bucket (``bandwidth.process_limiter``) every streamed copy reads through.
+        self.limiter = limiter
         self._lock = threading.Lock()
         #: At most ``concurrency`` copies at once across every ``run`` of this pool, also when several
         #: branches transfer at the same time: the bound on threads, connections and buffered parts.
@@ -334,6 +340,7 @@ class TransferPool:
             discover=discover,
             previous_md5=previous_md5,
             budget=self.budget,
+            limiter=self.limiter,
         )
 
     def run(

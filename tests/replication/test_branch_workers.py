@@ -70,3 +70,24 @@ def test_a_gate_holds_branches_without_syncing_them() -> None:
     results = sync_branches(heads, sync, gate, limit=4)
     assert [(r.name, r.action) for r in results] == [("held", RefAction.DEFERRED), ("free", RefAction.ADVANCED)]
     assert synced == ["free"]
+
+
+def test_the_newest_branch_goes_alone_before_the_others() -> None:
+    """In a shared history the branch at the newest head is synced by itself first; the others then find
+    the history at the mirror instead of every thread working on it at once."""
+    heads = {"a": ("H1", None), "b": ("H2", None), "main": ("H3", None), "c": ("H1", None)}
+    events: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def sync(kind: RefKind, name: str, source: str | None, mirror: str | None) -> RefResult:
+        with lock:
+            events.append(("start", name))
+        time.sleep(0.02)
+        with lock:
+            events.append(("end", name))
+        return RefResult(kind, name, source, mirror, source, action=RefAction.CREATED)
+
+    results = sync_branches(heads, sync, None, limit=4, alone="main")
+    assert [r.name for r in results] == ["a", "b", "main", "c"]
+    assert events[:2] == [("start", "main"), ("end", "main")]
+    assert sorted(n for e, n in events if e == "start") == ["a", "b", "c", "main"]
