@@ -12,8 +12,8 @@ import yaml
 from lakefs_mirror_devenv import Environment
 from lakefs_mirror_devenv.replication_config import replication_config_dict
 
+from lakefs_mirror_dagster.cli.refs import add_promote_command, add_refs_commands
 from lakefs_mirror_dagster.lakefs import LakeFSClient
-from lakefs_mirror_dagster.refs.cli import add_promote_command, add_refs_commands
 from tests.replication.conftest import config_path, content, service_for
 
 __all__ = ["config_path", "content", "populate", "service_for", "snapshot"]
