@@ -1,5 +1,6 @@
 """``dev demo|devenv|openapi``, ``sst cat`` and ``completion``: developer and shell tools. The development
-environment is a distribution of its own (never in the runtime wheel): only ``_devenv`` imports it, lazily."""
+environment (with the demo) is a distribution of its own, never in the runtime wheel: only this module's functions
+import it, lazily, and ``_devenv`` says in one line how to get it when it is missing."""
 
 from __future__ import annotations
 

@@ -131,7 +131,7 @@ def _mirrors_promote(args: argparse.Namespace) -> int:
 
 
 def add_refs_commands(subparsers: Any) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
-    """Add ``refs dump`` and ``refs restore`` to the top-level subparsers; returns their parsers (``cli.py``
+    """Add ``refs dump`` and ``refs restore`` to the top-level subparsers; returns their parsers (``mirrors.py``
     adds ``--yes`` to ``dump``, whose ``--rm`` deletes)."""
     refs = subparsers.add_parser("refs", help="dump and restore repositories' refs (store migration)")
     refs_sub = refs.add_subparsers(dest="refs_command", required=True)

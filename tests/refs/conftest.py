@@ -37,7 +37,7 @@ def migration_config(lakefs_env: Environment, tmp_path_factory: pytest.TempPathF
 
 @pytest.fixture
 def run_cli() -> Callable[..., int]:
-    """``lakefs-mirror --config C refs|mirrors ...`` through the same parser functions cli.py will call."""
+    """``lakefs-mirror --config C refs|mirrors ...`` through the parser functions the CLI calls (cli/refs.py)."""
 
     def run(config: Path, *argv: str) -> int:
         parser = argparse.ArgumentParser(prog="lakefs-mirror")
