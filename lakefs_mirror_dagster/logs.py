@@ -1,9 +1,9 @@
 """The config's ``logging`` section applied: level and format (text or JSON lines) of the package's log records.
 
-Every entry point (the CLI's commands, ``serve``, the Dagster code location and its run workers) calls
-``configure_logging`` right after it loads the config, so an operator's ``logging.level``/``logging.format``
-hold wherever the engine runs. Only the ``lakefs_mirror_dagster`` logger tree is configured: other libraries'
-loggers (uvicorn, Dagster, boto) keep their own settings.
+Every entry point (the CLI's commands, ``serve``, the Dagster code location and its run workers) loads its
+config through ``load_config_with_logging``, which applies its ``logging`` section at once, so an operator's
+``logging.level``/``logging.format`` hold wherever the engine runs. Only the ``lakefs_mirror_dagster`` logger
+tree is configured: other libraries' loggers (uvicorn, Dagster, boto) keep their own settings.
 
 Records about one mirror carry its context (``extra=log_fields(mirror=..., repository=...)``), which the JSON
 format emits as fields of their own and the text format appends as ``key=value``. Nothing else a record carries
@@ -16,10 +16,10 @@ import json
 import logging
 import sys
 import time
-from typing import TYPE_CHECKING, Any, TextIO
+from pathlib import Path
+from typing import Any, TextIO
 
-if TYPE_CHECKING:
-    from .config import LoggingConfig
+from .config import LoggingConfig, ReplicationConfig, load_config
 
 __all__ = [
     "CONTEXT_FIELDS",
@@ -27,6 +27,7 @@ __all__ = [
     "JsonLinesFormatter",
     "TextFormatter",
     "configure_logging",
+    "load_config_with_logging",
     "log_fields",
     "override_level",
 ]
@@ -129,3 +130,11 @@ def configure_logging(settings: LoggingConfig, *, stream: TextIO | None = None) 
     logger.setLevel(settings.python_level if _level_override is None else _level_override)
     logger.propagate = False
     return handler
+
+
+def load_config_with_logging(path: str | Path | None = None) -> ReplicationConfig:
+    """The config at ``path`` (``None``: ``$LAKEFS_MIRROR_CONFIG`` or the default file), its ``logging``
+    section applied to this process: the one way every entry point loads its config."""
+    config = load_config(path)
+    configure_logging(config.logging)
+    return config

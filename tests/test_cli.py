@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lakefs_mirror_dagster.cli import main
-from lakefs_mirror_dagster.command_line import ExitCode
+from lakefs_mirror_dagster.cli import ExitCode, main
 from lakefs_mirror_dagster.config import dump_example_config
 from tests.cli_process import run_cli
 from tests.config.test_config import minimal

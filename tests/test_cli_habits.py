@@ -22,7 +22,7 @@ import pytest
 import yaml
 from lakefs_mirror_devenv.processes import free_port
 
-from lakefs_mirror_dagster.command_line import ExitCode
+from lakefs_mirror_dagster.cli import ExitCode
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.mirrors import Mirror, MirrorState
 from lakefs_mirror_dagster.replication import ReplicationService

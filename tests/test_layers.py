@@ -2,8 +2,8 @@
 
 Every ``import`` of the package (module level or inside a function) is read from the source, so an upward or
 sideways import, an import circle (inside a room too) or a reach past a room's public module fails here before
-it can tangle the rooms. The engine stays free of Dagster and Spark; the dev environment is reached only by the
-demo and the CLI's ``devenv``/``demo`` commands.
+it can tangle the rooms. The engine stays free of Dagster and Spark; the dev environment (a distribution of its
+own, which holds the demo) is reached only by the CLI's ``dev`` commands, through a lazy import.
 """
 
 from __future__ import annotations
@@ -32,16 +32,13 @@ LAYERS: dict[str, int] = {
     "mirrors": 2,
     "replication": 3,
     "refs": 4,
-    "progress_display": 4,  # the CLI's live display of the engine's progress
     "metrics": 4,  # Prometheus metrics of sync and serve, fed by the engine's hooks
     "spark": 5,
     "service": 5,
     "orchestration": 6,
-    "demo": 7,
     # The ``dg`` registry module (entry point ``dagster_dg_cli.registry_modules``): the Components, re-exported.
     "components": 7,
-    # The command line's habits (exit codes, global options, --yes, tables, completion): only cli.py uses them.
-    "command_line": 7,
+    # The command line: parser, commands, output, its habits and sync's live display.
     "cli": 8,
     "__init__": 9,
     # The version string the top-level package defines (``lakefs-mirror --version`` reads it when the
@@ -50,13 +47,14 @@ LAYERS: dict[str, int] = {
 }
 #: Rooms that may import the orchestration and compute frameworks (the wings and the entry points above them).
 FRAMEWORK_ROOMS = {
-    "dagster": {"orchestration", "components", "demo", "cli"},
-    "pyspark": {"spark", "orchestration", "demo", "cli"},
+    "dagster": {"orchestration", "components", "cli"},
+    "pyspark": {"spark", "orchestration", "cli"},
     # The engine reports through hooks (observe, ReplicationService.on_synced); only metrics/ knows Prometheus.
     "prometheus_client": {"metrics"},
 }
 DEVENV = "lakefs_mirror_devenv"
-DEVENV_ROOMS = {"demo", "cli"}
+#: The one module of the runtime package that may import the dev distribution, and only inside a function.
+DEVENV_IMPORTER = f"{PACKAGE}.cli.dev"
 DEVENV_ROOT = ROOT.parent / "devenv" / DEVENV
 
 
@@ -213,16 +211,42 @@ def test_frameworks_stay_in_the_wings(framework: str) -> None:
     assert not found, f"{framework} imported outside {sorted(allowed)}: {found}"
 
 
+def _function_level_lines(path: Path) -> set[int]:
+    """Lines of the imports inside a function's body (run when it is called, not when the module loads)."""
+    lines = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            lines |= {n.lineno for n in ast.walk(node) if isinstance(n, ast.Import | ast.ImportFrom)}
+    return lines
+
+
+def _devenv_imports(modules: Iterable[tuple[str, Path]]) -> list[str]:
+    """Imports of the dev distribution anywhere but a function of ``DEVENV_IMPORTER``."""
+    found = []
+    for module, path in modules:
+        lazy = _function_level_lines(path) if module == DEVENV_IMPORTER else set()
+        for target, line in _imports(module, path):
+            if target.split(".")[0] == DEVENV and line not in lazy:
+                found.append(f"{path.name}:{line}: {module} imports {target}")
+    return found
+
+
 def test_development_environment_is_not_a_runtime_dependency() -> None:
-    found = [
-        f"{path.relative_to(ROOT.parent)}:{line}"
-        for module, path in _modules()
-        if _room(module) not in DEVENV_ROOMS
-        for target, line in _imports(module, path)
-        if target.split(".")[0] == DEVENV
-    ]
-    assert not found, f"{DEVENV} imported by runtime modules: {found}"
+    """The dev distribution depends on the runtime, never the other way round: only the ``dev`` commands reach
+    it, lazily (one line says how to get it when it is missing), and it does not ship inside the package."""
+    found = _devenv_imports(_modules())
+    assert not found, f"{DEVENV} imported by runtime modules outside {DEVENV_IMPORTER}'s functions: {found}"
     assert not (ROOT / "devenv").exists(), "devenv/ must not ship inside the runtime package"
+    assert not (ROOT / "demo").exists(), "the demo lives in the dev distribution, not in the runtime package"
+
+
+def test_this_test_sees_a_devenv_import(tmp_path: Path) -> None:
+    """A module-level import of the dev distribution is caught, in ``cli/dev.py`` too; a lazy one there is not."""
+    lazy, eager = tmp_path / "dev.py", tmp_path / "sync.py"
+    lazy.write_text("import os\n\n\ndef f() -> None:\n    import lakefs_mirror_devenv\n")
+    eager.write_text("from lakefs_mirror_devenv.demo.run import run_demo\n")
+    assert _devenv_imports([(DEVENV_IMPORTER, lazy)]) == []
+    assert len(_devenv_imports([(DEVENV_IMPORTER, eager), (f"{PACKAGE}.cli.sync", eager)])) == 2
 
 
 def test_this_test_sees_a_violation(tmp_path: Path) -> None:

@@ -6,18 +6,16 @@ the schedule of reads is seen exactly, whatever the machine's load."""
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from lakefs_mirror_dagster import cli
-from lakefs_mirror_dagster.cli import _wait_for_pass
 from lakefs_mirror_dagster.config import HooksConfig
 from lakefs_mirror_dagster.mirrors import Mirror, MirrorState, RefWakeup
 from lakefs_mirror_dagster.replication import hooks as hooks_module
+from lakefs_mirror_dagster.replication import sync_loop, wait_for_pass
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
@@ -41,7 +39,7 @@ class _Clock:
 def clock(monkeypatch: pytest.MonkeyPatch) -> _Clock:
     virtual = _Clock()
     monkeypatch.setattr(hooks_module, "time", virtual)
-    monkeypatch.setattr(cli, "time", virtual)
+    monkeypatch.setattr(sync_loop, "time", virtual)
     return virtual
 
 
@@ -86,7 +84,7 @@ def _service(hooks: HooksConfig, queue: _Queue) -> Any:
 
 
 def _wait(clock: _Clock, hooks: HooksConfig, queue: _Queue, seconds: float) -> list[Any]:
-    return _wait_for_pass(_service(hooks, queue), argparse.Namespace(mirror=None), clock.now + seconds)
+    return wait_for_pass(_service(hooks, queue), clock.now + seconds)
 
 
 def _hooks(poll_ms: float | None) -> HooksConfig:

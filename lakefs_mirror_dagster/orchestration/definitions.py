@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 import dagster as dg
 
 from ..config import ConfigError, ReplicationConfig, SparkConfig
-from ..logs import log_fields
+from ..logs import load_config_with_logging, log_fields
 from ..mirrors import MirrorState, open_mirrors_database
 from ..replication import missing_stores
 from .options import DEFAULT_OPTIONS, MirrorDefsOptions
@@ -99,16 +99,11 @@ def build_definitions(
 def load_region_config(path: str) -> ReplicationConfig | None:
     """The config, its ``logging`` section applied to this process (a code server, or a run worker, which loads
     the definitions too); ``None`` if it is not usable (the reason is logged)."""
-    from ..config import load_config
-    from ..logs import configure_logging
-
     try:
-        config = load_config(path or None)
+        return load_config_with_logging(path or None)
     except Exception as exc:
         log.warning("lakefs-mirror: replication config %s not usable (%s); no mirror assets loaded", path, exc)
         return None
-    configure_logging(config.logging)
-    return config
 
 
 def active_mirrors(config: ReplicationConfig | None) -> list[str]:

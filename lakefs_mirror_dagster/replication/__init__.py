@@ -33,6 +33,7 @@ from .retry import BranchBlock, RetrySchedule, pending_block
 from .service import RETIRING, ReplicationService
 from .source import ApiObjectReader, RepositorySource, SourceReader
 from .storages import StorageDescription, describe_storages, missing_stores
+from .sync_loop import ScheduledPass, sync_passes, wait_for_pass
 from .sync_plan import MirrorPlan, PlannedRef, plan_sync
 from .validation import RangeValidation, metadata_uri, read_metarange, validate_range
 
@@ -70,6 +71,7 @@ __all__ = [
     "ReplicationService",
     "RepositorySource",
     "RetrySchedule",
+    "ScheduledPass",
     "SourceReader",
     "StorageDescription",
     "SyncPass",
@@ -92,8 +94,10 @@ __all__ = [
     "read_metarange",
     "read_woken",
     "run_gc_deletions",
+    "sync_passes",
     "sync_woken",
     "transfer_range",
     "validate_range",
+    "wait_for_pass",
     "wait_woken",
 ]

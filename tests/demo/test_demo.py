@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from lakefs_mirror_devenv.demo.quiet import stderr_to
 from lakefs_mirror_devenv.processes import pid_alive
 
 from lakefs_mirror_dagster.cli import main
-from lakefs_mirror_dagster.demo.quiet import stderr_to
 
 
 def test_demo_mirror_converges_and_cleans_up(

@@ -19,7 +19,7 @@ from typing import Any
 
 from lakefs_mirror_devenv import Environment
 
-from lakefs_mirror_dagster.command_line import ExitCode
+from lakefs_mirror_dagster.cli import ExitCode
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.lakefs import LakeFSClient
 from lakefs_mirror_dagster.replication import ReplicationService

@@ -21,7 +21,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 
-from lakefs_mirror_dagster.command_line import ExitCode
+from lakefs_mirror_dagster.cli import ExitCode
 from lakefs_mirror_dagster.config import parse_config
 from lakefs_mirror_dagster.lakefs.client import _failed_status, _operation
 from lakefs_mirror_dagster.metrics import SyncMetrics, request_metrics

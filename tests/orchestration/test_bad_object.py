@@ -7,8 +7,8 @@ from urllib.parse import urlsplit
 
 import dagster as dg
 import pytest
+from lakefs_mirror_devenv.demo.converge import run_until_converged
 
-from lakefs_mirror_dagster.demo.converge import run_until_converged
 from lakefs_mirror_dagster.orchestration.mirroring import MANAGER_SENSOR_NAME
 from tests.replication.conftest import rot_at_source
 

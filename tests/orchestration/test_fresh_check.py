@@ -10,9 +10,9 @@ from typing import Any
 
 import dagster as dg
 import pytest
+from lakefs_mirror_devenv.demo.converge import run_until_converged
 
 from lakefs_mirror_dagster.config import FreshnessConfig, load_config
-from lakefs_mirror_dagster.demo.converge import run_until_converged
 from lakefs_mirror_dagster.orchestration.mirroring import MANAGER_SENSOR_NAME, commit_sensor_name
 from lakefs_mirror_dagster.orchestration.mirroring.branch_heads import mirror_asset_key
 from lakefs_mirror_dagster.orchestration.mirroring.freshness import FRESH

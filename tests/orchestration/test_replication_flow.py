@@ -12,9 +12,9 @@ import datetime as dt
 import dagster as dg
 import pytest
 from lakefs_mirror_devenv import Environment
+from lakefs_mirror_devenv.demo.converge import run_until_converged
 from lakefs_mirror_devenv.processes import free_port
 
-from lakefs_mirror_dagster.demo.converge import run_until_converged
 from lakefs_mirror_dagster.mirrors import MirrorState
 from lakefs_mirror_dagster.orchestration.history import mirror_history, recent_moves
 from lakefs_mirror_dagster.orchestration.mirroring import (

@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 
 import dagster as dg
 import pytest
+from lakefs_mirror_devenv.demo.converge import run_until_converged
 
-from lakefs_mirror_dagster.demo.converge import run_until_converged
 from lakefs_mirror_dagster.orchestration.mirroring import MANAGER_SENSOR_NAME, commit_sensor_name, run_key
 
 from ..replication.test_retry_schedule import with_cooldowns

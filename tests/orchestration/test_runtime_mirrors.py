@@ -24,9 +24,9 @@ from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster._core.workspace.load_target import GrpcServerTarget
 from dagster._daemon.sensor import execute_sensor_iteration
 from dagster._grpc.client import DagsterGrpcClient
+from lakefs_mirror_devenv.demo.converge import run_until_converged
 from lakefs_mirror_devenv.processes import wait_http_ok
 
-from lakefs_mirror_dagster.demo.converge import run_until_converged
 from lakefs_mirror_dagster.mirrors import MirrorState
 from lakefs_mirror_dagster.orchestration.history import mirror_history
 from lakefs_mirror_dagster.orchestration.mirroring import MANAGER_SENSOR_NAME, commit_sensor_name

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import dagster as dg
+from lakefs_mirror_devenv.demo.converge import run_until_converged
 
-from lakefs_mirror_dagster.demo.converge import run_until_converged
 from lakefs_mirror_dagster.orchestration.mirroring import (
     MANAGER_SENSOR_NAME,
     SparkValidatorResource,

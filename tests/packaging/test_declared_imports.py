@@ -24,8 +24,8 @@ PACKAGE = "lakefs_mirror_dagster"
 
 #: Imported but declared nowhere, on purpose (module -> why).
 NOT_DECLARED = {
-    # The development environment is a distribution of its own, never published: only `demo` and `devenv` import
-    # it, and say how to get it when it is missing (cli._devenv).
+    # The development environment (and the demo in it) is a distribution of its own, never published: only the
+    # `dev` commands import it, lazily, and say how to get it when it is missing (cli/dev.py, _devenv).
     "lakefs_mirror_devenv": "development environment",
 }
 

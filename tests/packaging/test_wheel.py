@@ -48,6 +48,9 @@ def test_the_wheel_is_manylinux_and_carries_the_compiled_c_loops(wheel: Path) ->
     assert [n for n in names if n.startswith("lakefs_mirror_dagster/graveler/_native") and n.endswith(".so")], names
     assert "lakefs_mirror_dagster/py.typed" in names and "lakefs_mirror_dagster/config/example.yaml" in names
     assert not [n for n in names if n.startswith(("tests/", "lakefs_mirror_devenv/"))], "test or devenv code shipped"
+    # The demo imports the dev distribution: it lives there, so the two distributions do not depend on each other.
+    assert not [n for n in names if n.startswith("lakefs_mirror_dagster/demo/")], "the demo shipped in the wheel"
+    assert "lakefs_mirror_dagster/cli/__init__.py" in names and "lakefs_mirror_dagster/cli.py" not in names
     (sdist,) = (wheel.parent.parent / "dist").glob("*.tar.gz")  # build_wheel's layout: the wheel came from it
     with tarfile.open(sdist) as archive:
         members = [m.split("/", 1)[1] for m in archive.getnames() if "/" in m]

@@ -12,8 +12,8 @@ import yaml
 from lakefs_mirror_devenv import Environment
 from lakefs_mirror_devenv.replication_config import replication_config_dict
 
+from lakefs_mirror_dagster.cli.refs import add_promote_command, add_refs_commands
 from lakefs_mirror_dagster.lakefs import LakeFSClient
-from lakefs_mirror_dagster.refs.cli import add_promote_command, add_refs_commands
 from tests.replication.conftest import config_path, content, service_for
 
 __all__ = ["config_path", "content", "populate", "service_for", "snapshot"]
@@ -37,7 +37,7 @@ def migration_config(lakefs_env: Environment, tmp_path_factory: pytest.TempPathF
 
 @pytest.fixture
 def run_cli() -> Callable[..., int]:
-    """``lakefs-mirror --config C refs|mirrors ...`` through the same parser functions cli.py will call."""
+    """``lakefs-mirror --config C refs|mirrors ...`` through the parser functions the CLI calls (cli/refs.py)."""
 
     def run(config: Path, *argv: str) -> int:
         parser = argparse.ArgumentParser(prog="lakefs-mirror")

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from lakefs_mirror_dagster.cli import ExitCode
 from lakefs_mirror_dagster.cli import main as cli_main
-from lakefs_mirror_dagster.command_line import ExitCode
 from lakefs_mirror_dagster.lakefs import LakeFSNotFound
 from lakefs_mirror_dagster.refs import RefsError, load_manifest
 

@@ -60,7 +60,7 @@ def test_deleting_a_mirror_removes_its_repository_and_record(lakefs_env, isolate
 def test_mirrors_create_dry_run_checks_everything_and_writes_nothing(
     lakefs_env, config_path, service_for, unique_name, capsys
 ) -> None:
-    from lakefs_mirror_dagster.command_line import ExitCode
+    from lakefs_mirror_dagster.cli import ExitCode
     from lakefs_mirror_dagster.mirrors import MirrorNotFound
 
     svc_a = service_for("region-a")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from lakefs_mirror_devenv import Environment
 
-from lakefs_mirror_dagster.command_line import ExitCode
+from lakefs_mirror_dagster.cli import ExitCode
 from tests.cli_process import run_cli
 
 from .conftest import content, rot_at_source

@@ -15,13 +15,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from lakefs_mirror_devenv import DEFAULT_REGIONS, Environment, cache_dir, environment_up
-from lakefs_mirror_devenv.environment import stop_environment
+from lakefs_mirror_dagster.config import load_config
+from lakefs_mirror_dagster.errors import LakeFSMirrorError
+from lakefs_mirror_dagster.lakefs import LakeFSClient
+from lakefs_mirror_dagster.replication import ReplicationService
 
-from ..config import load_config
-from ..errors import LakeFSMirrorError
-from ..lakefs import LakeFSClient
-from ..replication import ReplicationService
+from .. import DEFAULT_REGIONS, Environment, cache_dir, environment_up
+from ..environment import stop_environment
 from .quiet import stderr_to
 
 __all__ = ["run_demo"]
@@ -80,9 +80,9 @@ def _summary(src: LakeFSClient, dst: LakeFSClient) -> tuple[str, bool]:
 
 def _create_mirror_through_api(service: ReplicationService, env: Environment) -> dict[str, Any]:
     """POST the mirror to the source region's replication API, as the reference's curl command does."""
-    from lakefs_mirror_devenv.processes import free_port
+    from lakefs_mirror_dagster.service import create_app, running_server
 
-    from ..service import create_app, running_server
+    from ..processes import free_port
 
     region = env.region(SOURCE)
     body = {
@@ -143,7 +143,7 @@ def _history(state_dir: Path) -> str:
     """The promotions Dagster recorded, read back from its event log."""
     import dagster as dg
 
-    from ..orchestration.history import mirror_history
+    from lakefs_mirror_dagster.orchestration.history import mirror_history
 
     with dg.DagsterInstance.from_config(str(state_dir / "dagster_home")) as instance:
         moves = mirror_history(instance, MIRROR, limit=10)

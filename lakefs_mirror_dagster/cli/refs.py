@@ -1,8 +1,8 @@
-"""Command-line entry points: ``refs dump``, ``refs restore`` and ``mirrors promote``.
+"""``refs dump``, ``refs restore``, ``mirrors promote`` and ``mirrors reverse``.
 
-``cli.py`` calls ``add_refs_commands(sub)`` and ``add_promote_command(mirrors_sub)``; every handler
+``mirrors.py`` calls ``add_refs_commands(sub)`` and ``add_promote_command(mirrors_sub)``; every handler
 returns an exit status and lets every ``LakeFSMirrorError`` (``RefsError``, ``LakeFSError``, ``ConfigError``,
-``StorageError``, ...) reach ``cli.main``, which prints it as one line.
+``StorageError``, ...) reach ``main``, which prints it as one line.
 """
 
 from __future__ import annotations
@@ -12,26 +12,25 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .errors import RefsError
+from ..logs import load_config_with_logging
+from ..refs import RefsError
 
 __all__ = ["add_promote_command", "add_refs_commands"]
 
 
 def _client(args: argparse.Namespace) -> tuple[Any, Any]:
     """The config and a client for ``--region`` (default: the config's own region)."""
-    from ..config import load_config
     from ..lakefs import LakeFSClient
-    from ..logs import configure_logging
 
-    config = load_config(args.config)
-    configure_logging(config.logging)
+    config = load_config_with_logging(args.config)
     region = args.region or config.region
     key, secret = config.credentials_for(region)
     return config, LakeFSClient(config.endpoint_for(region), key, secret)
 
 
 def _refs_dump(args: argparse.Namespace) -> int:
-    from .dump import dump_repositories, repositories_for_all
+    from ..refs import dump_repositories
+    from ..refs.dump import repositories_for_all
 
     if bool(args.repositories) == bool(args.all):
         raise RefsError("refs dump: name the repositories to dump, or pass --all (not both)")
@@ -69,10 +68,8 @@ def _target_namespace(template: str | None, repo: str, count: int) -> str | None
 
 
 def _refs_restore(args: argparse.Namespace) -> int:
+    from ..refs import check_restorable, load_manifest, migrate_repository, target_storage_id
     from ..storage.uri import namespace_prefix
-    from .manifest import load_manifest
-    from .migrate import migrate_repository
-    from .restore import check_restorable, target_storage_id
 
     if args.copy_data and not args.to_namespace:
         raise RefsError("--copy-data needs --to-namespace (where the data is copied to)")
@@ -112,14 +109,10 @@ def _refs_restore(args: argparse.Namespace) -> int:
 
 
 def _mirrors_promote(args: argparse.Namespace) -> int:
-    from ..config import load_config
-    from ..logs import configure_logging
+    from ..refs import promote_mirror
     from ..replication import ReplicationService
-    from .promote import promote_mirror
 
-    config = load_config(args.config)
-    configure_logging(config.logging)
-    service = ReplicationService(config)
+    service = ReplicationService(load_config_with_logging(args.config))
     try:
         result = promote_mirror(service, args.name, manifest_dir=args.manifest_dir)
     finally:
@@ -138,7 +131,7 @@ def _mirrors_promote(args: argparse.Namespace) -> int:
 
 
 def add_refs_commands(subparsers: Any) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
-    """Add ``refs dump`` and ``refs restore`` to the top-level subparsers; returns their parsers (``cli.py``
+    """Add ``refs dump`` and ``refs restore`` to the top-level subparsers; returns their parsers (``mirrors.py``
     adds ``--yes`` to ``dump``, whose ``--rm`` deletes)."""
     refs = subparsers.add_parser("refs", help="dump and restore repositories' refs (store migration)")
     refs_sub = refs.add_subparsers(dest="refs_command", required=True)
@@ -179,14 +172,10 @@ def add_refs_commands(subparsers: Any) -> tuple[argparse.ArgumentParser, argpars
 
 
 def _mirrors_reverse(args: argparse.Namespace) -> int:
-    from ..config import load_config
-    from ..logs import configure_logging
+    from ..refs.reverse import reverse_mirror
     from ..replication import ReplicationService
-    from .reverse import reverse_mirror
 
-    config = load_config(args.config)
-    configure_logging(config.logging)
-    service = ReplicationService(config)
+    service = ReplicationService(load_config_with_logging(args.config))
     try:
         result = reverse_mirror(
             service,
@@ -204,7 +193,7 @@ def _mirrors_reverse(args: argparse.Namespace) -> int:
 
 def add_promote_command(mirrors_subparsers: Any) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     """Add ``mirrors promote NAME`` and ``mirrors reverse NAME`` to the ``mirrors`` subparsers; returns their
-    parsers (``cli.py`` adds ``--yes`` to both)."""
+    parsers (``mirrors.py`` adds ``--yes`` to both)."""
     promote = mirrors_subparsers.add_parser(
         "promote", help="turn a mirror of this region into a writable repository (disaster recovery)"
     )

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal, TextIO
 
-from .logs import log_fields
-from .replication.progress import Progress, ProgressListener
+from ..logs import log_fields
+from ..replication.progress import Progress, ProgressListener
 
 __all__ = ["PLAIN_EVERY_S", "ProgressMode", "progress_sink"]
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
-from ..config import load_config
-from ..orchestration.mirroring import build_branch_heads_asset, build_tags_asset, tags_asset_key
-from ..orchestration.mirroring.commits import commit_sensor_name
-from ..orchestration.resources import resolve_config_path
+from lakefs_mirror_dagster.config import load_config
+from lakefs_mirror_dagster.orchestration.mirroring import build_branch_heads_asset, build_tags_asset, tags_asset_key
+from lakefs_mirror_dagster.orchestration.mirroring.commits import commit_sensor_name
+from lakefs_mirror_dagster.orchestration.resources import resolve_config_path
 
 __all__ = ["ConvergeResult", "RunOutcome", "run_until_converged"]
 
@@ -108,7 +108,7 @@ def _resolve(defs: dg.Definitions | Callable[[], dg.Definitions] | None, config_
         return defs
     if defs is not None:
         return defs()
-    from ..orchestration.definitions import build_definitions, discover_mirrors
+    from lakefs_mirror_dagster.orchestration.definitions import build_definitions, discover_mirrors
 
     path = resolve_config_path(config_path)
     config = load_config(path or None)
