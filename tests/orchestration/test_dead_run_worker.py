@@ -24,6 +24,7 @@ from lakefs_mirror_devenv.dagster_daemon import dagster_daemon, write_instance_c
 from lakefs_mirror_dagster.orchestration.launcher import RUN_WORKER_PID_TAG
 from lakefs_mirror_dagster.orchestration.mirroring.commits import MIRROR_TAG
 from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.replication.failpoints import held_marker
 from lakefs_mirror_dagster.replication.heads import branch_heads
 
 from .conftest import daemon_mirror, gateway_source
@@ -75,6 +76,9 @@ def test_a_run_whose_worker_died_is_failed_and_run_again_until_the_branch_conver
             runs = list(instance.get_runs(filters=dg.RunsFilter(tags={MIRROR_TAG: name})))
             time.sleep(0.5)
         [first] = runs
+        while time.monotonic() < deadline and alive() and not held_marker(release).exists():
+            time.sleep(0.2)  # until the worker has copied its first two objects and is held after the second
+        assert held_marker(release).exists(), f"the run's worker never reached its second object copy; see {log}"
         os.kill(int(first.tags[RUN_WORKER_PID_TAG]), signal.SIGKILL)  # it cannot have finished: it is held
         release.touch()  # the retry's worker passes the failpoint
         while time.monotonic() < deadline and alive():
