@@ -421,9 +421,7 @@ class ReplicationService:
             mirror.id,
             ref.name,
             source_commit_id=ref.source_commit,
-            source_commit_time=(
-                dt.datetime.fromtimestamp(ref.source_commit_time, dt.UTC) if ref.source_commit_time else None
-            ),
+            source_commit_time=_source_commit_time(ref),
         )
 
     def record_ref(self, mirror: Mirror, ref: RefResult) -> None:
@@ -439,9 +437,7 @@ class ReplicationService:
             mirror.id,
             ref.name,
             source_commit_id=ref.source_commit,
-            source_commit_time=(
-                dt.datetime.fromtimestamp(ref.source_commit_time, dt.UTC) if ref.source_commit_time else None
-            ),
+            source_commit_time=_source_commit_time(ref),
             mirrored_commit_id=ref.mirror_commit,
             promoted_at=dt.datetime.now(dt.UTC) if ref.promoted else None,
             lag_seconds=ref.lag_seconds if ref.promoted else None,
@@ -453,3 +449,8 @@ class ReplicationService:
 def _not_synced(mirror: Mirror, error: str) -> MirrorSyncResult:
     """The result of a mirror the pass could not sync at all, and why."""
     return MirrorSyncResult(mirror=mirror.name, source_repository=mirror.source_repository, error=error)
+
+
+def _source_commit_time(ref: RefResult) -> dt.datetime | None:
+    """The source commit's time as the mirrors database keeps it (UTC), if the ref carries one."""
+    return dt.datetime.fromtimestamp(ref.source_commit_time, dt.UTC) if ref.source_commit_time else None
