@@ -13,8 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .state import Environment
 
 __all__ = ["config_variant", "dynamodb_local_settings", "replication_config_dict", "write_replication_configs"]
@@ -84,6 +82,8 @@ def replication_config_dict(env: Environment, region: str, *, mirrors_url: str |
 
 def write_replication_configs(env: Environment, *, mirrors_url: str | None = None) -> dict[str, Path]:
     """Write one config file per region into the state dir; returns region -> path."""
+    import yaml  # here, not at the top: scripts/dev imports this package before the venv exists (stdlib only)
+
     paths = {}
     for region in env.regions:
         path = Path(env.state_dir) / f"replication-{region}.yaml"
@@ -96,6 +96,8 @@ def write_replication_configs(env: Environment, *, mirrors_url: str | None = Non
 def config_variant(base: Path, out: Path, **sections: dict[str, Any]) -> Path:
     """A copy of the config ``base`` at ``out`` (private) with the given keys of each section replaced, e.g.
     ``commit_sensor={"process_branches_duration": "2s"}``; the section's other keys are kept."""
+    import yaml  # see write_replication_configs
+
     data = yaml.safe_load(base.read_text())
     for name, values in sections.items():
         data[name] = {**(data.get(name) or {}), **values}
