@@ -25,6 +25,8 @@ def _package_exceptions() -> dict[str, type[BaseException]]:
     found: dict[str, type[BaseException]] = {}
     prefix = lakefs_mirror_dagster.__name__ + "."
     for info in pkgutil.walk_packages(lakefs_mirror_dagster.__path__, prefix):
+        if info.name.endswith(".__main__"):
+            continue  # importing it runs the program (``python -m lakefs_mirror_dagster.cli``)
         module = importlib.import_module(info.name)
         for name, obj in vars(module).items():
             if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == module.__name__:
