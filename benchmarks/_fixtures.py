@@ -44,7 +44,8 @@ from lakefs_mirror_devenv.environment import stop_environment
 
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.lakefs import LakeFSClient
-from lakefs_mirror_dagster.replication import MirrorSyncResult, ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
+from lakefs_mirror_dagster.replication import MirrorSyncResult
 
 if TYPE_CHECKING:
     from _ranges_build import RangeSplit
@@ -656,8 +657,8 @@ def validate_at_mirror(
 ) -> MirrorValidation:
     """Validate every range of ``commit_id`` at ``mirror``'s storage with ``in_process_validator``, then twice
     with ``SparkRangeValidator`` on ``local[2]``; raises unless all agree and count ``objects`` objects."""
+    from lakefs_mirror_dagster.region.service import store_spec
     from lakefs_mirror_dagster.replication import in_process_validator, read_metarange
-    from lakefs_mirror_dagster.replication.service import store_spec
     from lakefs_mirror_dagster.spark.validation import SparkRangeValidator
 
     service = ReplicationService(load_config(config, env={}))

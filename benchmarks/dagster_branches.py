@@ -73,7 +73,7 @@ from lakefs_mirror_dagster.config import load_config, parse_duration
 from lakefs_mirror_dagster.lakefs import LakeFSClient
 from lakefs_mirror_dagster.orchestration.definitions import DEFAULT_LOCATION_NAME
 from lakefs_mirror_dagster.orchestration.mirroring import reconcile_mirrors
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 from lakefs_mirror_dagster.replication.heads import branch_heads
 
 REPO = "dagbranches"

@@ -75,7 +75,7 @@ from lakefs_mirror_dagster.orchestration.mirroring import (
     commit_sensor_name,
     hooks_sensor_name,
 )
-from lakefs_mirror_dagster.replication import ReplicationService, install_hooks
+from lakefs_mirror_dagster.region import ReplicationService, install_hooks
 from lakefs_mirror_dagster.service.hooks import HOOKS_PATH
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -26,9 +26,8 @@ from lakefs_mirror_devenv import RegionSpec
 
 from lakefs_mirror_dagster.config import SparkConfig, parse_store
 from lakefs_mirror_dagster.lakefs import Commit, LakeFSClient
+from lakefs_mirror_dagster.replication import TransferStats, read_metarange
 from lakefs_mirror_dagster.replication.engine import RangeBatch
-from lakefs_mirror_dagster.replication.results import TransferStats
-from lakefs_mirror_dagster.replication.validation import read_metarange
 from lakefs_mirror_dagster.spark.session import LazySparkSession, spark_session_config
 from lakefs_mirror_dagster.spark.transfer import SparkRangeTransferer, TransferTarget, transfer_partition
 from lakefs_mirror_dagster.storage import StoreSpec, build_blockstore

@@ -113,8 +113,9 @@ class Measure:
 def _child(spec: dict[str, Any]) -> None:
     """Runs with the tree under test first on the path: validate every range of the commit, print one JSON line."""
     from lakefs_mirror_dagster.config import load_config
+    from lakefs_mirror_dagster.region import ReplicationService
+    from lakefs_mirror_dagster.region.service import store_spec
     from lakefs_mirror_dagster.replication import in_process_validator, read_metarange
-    from lakefs_mirror_dagster.replication.service import ReplicationService, store_spec
 
     service = ReplicationService(load_config(Path(spec["config"]), env={}))
     out: dict[str, Any] = {"package": str(Path(sys.modules["lakefs_mirror_dagster"].__file__ or "").parent)}

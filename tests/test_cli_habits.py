@@ -25,7 +25,7 @@ from lakefs_mirror_devenv.processes import free_port
 from lakefs_mirror_dagster.cli import ExitCode
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.mirrors import Mirror, MirrorState
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 from tests.cli_process import run_cli
 from tests.config.test_config import minimal
 
@@ -226,7 +226,7 @@ def test_every_destructive_command_refuses_without_a_terminal(tmp_path: Path) ->
 
 
 def test_log_level_from_the_command_line_wins_over_the_config(tmp_path: Path) -> None:
-    debug_line = "DEBUG lakefs_mirror_dagster.replication.service: mirror sales-mirror not synced"
+    debug_line = "DEBUG lakefs_mirror_dagster.region.service: mirror sales-mirror not synced"
     config = _config(tmp_path, logging={"level": "INFO"})
     _add_mirror(config, "sales-mirror")  # its source lakeFS is a closed port: the pass fails, at DEBUG with why
     plain = run_cli("sync", "--once", "--config", config, cwd=tmp_path)

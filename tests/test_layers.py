@@ -1,4 +1,4 @@
-"""The package's layers point down: foundation -> replication -> wings -> entry points.
+"""The package's layers point down: foundation -> engine (replication) -> region -> wings -> entry points.
 
 Every ``import`` of the package (module level or inside a function) is read from the source, so an upward or
 sideways import, an import circle (inside a room too) or a reach past a room's public module fails here before
@@ -30,17 +30,20 @@ LAYERS: dict[str, int] = {
     "storage": 2,
     "lakefs": 2,
     "mirrors": 2,
+    # The one-mirror engine: plan, transfer, validate, promote.
     "replication": 3,
-    "refs": 4,
-    "metrics": 4,  # Prometheus metrics of sync and serve, fed by the engine's hooks
-    "spark": 5,
-    "service": 5,
-    "orchestration": 6,
+    # The region's service around the engine: its mirrors, passes, retry schedule, hooks, status, scrub, GC.
+    "region": 4,
+    "refs": 5,
+    "metrics": 5,  # Prometheus metrics of sync and serve, fed by the engine's hooks
+    "spark": 6,
+    "service": 6,
+    "orchestration": 7,
     # The ``dg`` registry module (entry point ``dagster_dg_cli.registry_modules``): the Components, re-exported.
-    "components": 7,
+    "components": 8,
     # The command line: parser, commands, output, its habits and sync's live display.
-    "cli": 8,
-    "__init__": 9,
+    "cli": 9,
+    "__init__": 10,
     # The version string the top-level package defines (``lakefs-mirror --version`` reads it when the
     # distribution's metadata is not installed): data, not code of the layer above.
     "__version__": 0,

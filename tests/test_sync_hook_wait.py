@@ -14,8 +14,8 @@ import pytest
 
 from lakefs_mirror_dagster.config import HooksConfig
 from lakefs_mirror_dagster.mirrors import Mirror, MirrorState, RefWakeup
-from lakefs_mirror_dagster.replication import hooks as hooks_module
-from lakefs_mirror_dagster.replication import sync_loop, wait_for_pass
+from lakefs_mirror_dagster.region import hooks as hooks_module
+from lakefs_mirror_dagster.region import sync_loop, wait_for_pass
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 

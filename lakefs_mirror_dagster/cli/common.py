@@ -19,7 +19,7 @@ def load_cli_config(args: argparse.Namespace) -> Any:
 
 
 def load_service(args: argparse.Namespace) -> Any:
-    from ..replication import ReplicationService
+    from ..region import ReplicationService
 
     return ReplicationService(load_cli_config(args))
 

@@ -17,7 +17,7 @@ __all__ = ["add_maintenance_commands", "format_gc_result"]
 
 def _scrub(args: argparse.Namespace) -> int:
     """Re-read a mirror's files and objects at rest, repair what differs from the source; exit 1 if any is left."""
-    from ..replication.scrub import parse_part
+    from ..region.scrub import parse_part
 
     try:
         part = parse_part(args.part) if args.part else None
@@ -47,7 +47,7 @@ def _scrub(args: argparse.Namespace) -> int:
 
 def _gc(args: argparse.Namespace) -> int:
     """One garbage-collection deletions pass over this region's mirrors (exit 1 when any mirror failed)."""
-    from ..replication import run_gc_deletions
+    from ..region import run_gc_deletions
 
     service = load_service(args)
     try:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..mirrors import Mirror
-    from ..replication import ReplicationService
+    from ..region import ReplicationService
 
 __all__ = ["resolve_mirror"]
 

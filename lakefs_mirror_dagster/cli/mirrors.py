@@ -37,7 +37,7 @@ def _mirrors_create(args: argparse.Namespace) -> int:
             return ExitCode.OK
         print(json.dumps(mirror.as_dict(), indent=2))
         if args.install_hooks:
-            from ..replication import ACTION_PATH, install_hooks
+            from ..region import ACTION_PATH, install_hooks
 
             client = service.client(service.config.region)
             commit = install_hooks(
@@ -118,7 +118,7 @@ def _describe_dump(args: argparse.Namespace) -> str | None:
 
 
 def _storages_list(args: argparse.Namespace) -> int:
-    from ..replication import describe_storages
+    from ..region import describe_storages
 
     config = load_cli_config(args)
     stores = [s.as_dict() for s in describe_storages(config)]

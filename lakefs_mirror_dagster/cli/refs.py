@@ -110,7 +110,7 @@ def _refs_restore(args: argparse.Namespace) -> int:
 
 def _mirrors_promote(args: argparse.Namespace) -> int:
     from ..refs import promote_mirror
-    from ..replication import ReplicationService
+    from ..region import ReplicationService
 
     service = ReplicationService(load_config_with_logging(args.config))
     try:
@@ -173,7 +173,7 @@ def add_refs_commands(subparsers: Any) -> tuple[argparse.ArgumentParser, argpars
 
 def _mirrors_reverse(args: argparse.Namespace) -> int:
     from ..refs.reverse import reverse_mirror
-    from ..replication import ReplicationService
+    from ..region import ReplicationService
 
     service = ReplicationService(load_config_with_logging(args.config))
     try:

@@ -19,7 +19,7 @@ __all__ = ["add_status_commands"]
 def _status(args: argparse.Namespace) -> int:
     """Per mirror and branch: mirror head, lag, a sync in flight with its progress, and the last promotions (from
     the Dagster event log)."""
-    from ..replication.status import format_status, stale, status_report
+    from ..region.status import format_status, stale, status_report
 
     service = load_service(args)
     try:
@@ -59,7 +59,7 @@ def _dagster_history_available() -> bool:
 
 def _serve(args: argparse.Namespace) -> int:
     from ..errors import needs_extra
-    from ..replication import ReplicationService
+    from ..region import ReplicationService
 
     with needs_extra("service", "serve (the mirror management REST API)"):
         from ..service import load_policies, serve, tls_files

@@ -21,7 +21,7 @@ def _sync(args: argparse.Namespace) -> int:
     config = load_cli_config(args)
     if args.dry_run:
         return _sync_dry_run(args, config)
-    from ..replication import ReplicationService, sync_passes
+    from ..region import ReplicationService, sync_passes
     from .progress_display import progress_sink
 
     metrics_address = _metrics_address(args, config)  # a bad address is refused before anything starts
@@ -77,8 +77,8 @@ def _sync(args: argparse.Namespace) -> int:
 
 
 def _sync_dry_run(args: argparse.Namespace, config: Any) -> int:
-    """One pass planned and printed, nothing written (replication/sync_plan.py says what it covers)."""
-    from ..replication import ReplicationService, plan_sync
+    """One pass planned and printed, nothing written (region/sync_plan.py says what it covers)."""
+    from ..region import ReplicationService, plan_sync
 
     if args.spark or args.max_passes:
         given = "--spark" if args.spark else "--max-passes"

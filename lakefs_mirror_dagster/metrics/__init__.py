@@ -2,7 +2,7 @@
 
 The engine knows nothing of Prometheus: it reports finished passes to ``ReplicationService.on_synced`` listeners
 and times its requests through ``observe``'s hooks; this package turns both, and the mirrors' status
-(``replication.status``), into metrics.
+(``region.status``), into metrics.
 """
 
 from .registry import CONTENT_TYPE, metrics_registry, render

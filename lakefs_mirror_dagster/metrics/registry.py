@@ -13,7 +13,7 @@ from prometheus_client import (
 )
 from prometheus_client.registry import CollectorRegistry
 
-from ..replication import ReplicationService
+from ..region import ReplicationService
 from .requests import request_metrics
 from .status import StatusCollector
 from .sync import SyncMetrics

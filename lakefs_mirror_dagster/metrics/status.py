@@ -1,6 +1,6 @@
 """Per mirror and branch: how far behind its source, and in which state, read at scrape time.
 
-The figures are ``lakefs-mirror status``'s (``replication.status.status_report``, from the mirrors database: no
+The figures are ``lakefs-mirror status``'s (``region.status.status_report``, from the mirrors database: no
 lakeFS call), so a scrape, the command and the API never disagree. Any process sharing the mirrors database
 exposes the same values: ``serve``, and the ``sync`` loop.
 """
@@ -14,8 +14,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ..mirrors import MirrorState
-from ..replication import ReplicationService
-from ..replication.status import BRANCH_STATES, status_report
+from ..region import ReplicationService
+from ..region.status import BRANCH_STATES, status_report
 
 __all__ = ["StatusCollector"]
 

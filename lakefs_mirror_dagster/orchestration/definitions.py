@@ -17,7 +17,7 @@ import dagster as dg
 from ..config import ConfigError, ReplicationConfig, SparkConfig
 from ..logs import load_config_with_logging, log_fields
 from ..mirrors import MirrorState, open_mirrors_database
-from ..replication import missing_stores
+from ..region import missing_stores
 from .options import DEFAULT_OPTIONS, MirrorDefsOptions
 from .reload import Reload, reload_through, request_reload
 from .resources import ReplicationResource, resolve_config_path

@@ -1,5 +1,5 @@
 """``gc_deletions_job`` and ``gc_deletions_schedule``: what lakeFS garbage collection deleted at the sources is
-deleted from this region's mirrors, as ``lakefs-mirror gc`` does (``replication.gc_deletions`` does the work).
+deleted from this region's mirrors, as ``lakefs-mirror gc`` does (``region.gc_deletions`` does the work).
 
 The schedule runs on ``garbage_collection.cron_schedule`` (UTC) and starts **stopped**, as Dagster schedules do:
 deleting is irreversible, so an operator turns it on in the UI (or launches the job by hand, with ``dry_run``
@@ -34,7 +34,7 @@ def _replicate_gc_deletions(
 ) -> list[dict[str, Any]]:
     """One pass over the mirrors; the metadata says what was deleted per mirror. A mirror that failed fails the
     run (after every other mirror was done), naming it."""
-    from ..replication import run_gc_deletions
+    from ..region import run_gc_deletions
 
     results = run_gc_deletions(replication.service(), name=config.mirror or None, dry_run=config.dry_run)
     if config.mirror and not results:

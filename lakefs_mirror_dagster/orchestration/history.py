@@ -1,4 +1,4 @@
-"""Mirror history, read back from Dagster's event log (``replication.status`` shows it with each mirror's heads).
+"""Mirror history, read back from Dagster's event log (``region.status`` shows it with each mirror's heads).
 
 Every ``branch_heads`` materialization is one move of one mirror branch (created, advanced, reset, deleted),
 so the event log is the history of every mirror branch. Queries are bounded: ``fetch_materializations``
@@ -12,8 +12,8 @@ from typing import Any
 
 import dagster as dg
 
+from ..region.status import Promotion, RecentMoves
 from ..replication.results import MOVED
-from ..replication.status import Promotion, RecentMoves
 from .options import DEFAULT_OPTIONS, MirrorDefsOptions
 
 __all__ = ["mirror_history", "recent_moves"]
@@ -71,5 +71,5 @@ def _promotion(mirror: str, event: dg.AssetMaterialization, timestamp: float, ru
 
 
 def recent_moves(instance: dg.DagsterInstance, options: MirrorDefsOptions = DEFAULT_OPTIONS) -> RecentMoves:
-    """``replication.status.status_report``'s source of each branch's recent moves: this instance's event log."""
+    """``region.status.status_report``'s source of each branch's recent moves: this instance's event log."""
     return lambda mirror, branch, limit: mirror_history(instance, mirror, branch, limit=limit, options=options)

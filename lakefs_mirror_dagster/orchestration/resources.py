@@ -10,7 +10,7 @@ from pydantic import Field, PrivateAttr
 
 from ..config import CONFIG_PATH_ENV, ReplicationConfig, load_config
 from ..mirrors import Mirror, MirrorState
-from ..replication import ReplicationService
+from ..region import ReplicationService
 
 __all__ = ["CONFIG_ENV", "ReplicationResource", "resolve_config_path"]
 

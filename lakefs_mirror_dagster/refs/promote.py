@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..lakefs import LakeFSClient, LakeFSError, LakeFSNotFound
 from ..mirrors import Mirror, MirrorNotFound, MirrorState
-from ..replication import ReplicationService
+from ..region import ReplicationService
 from ..storage.uri import same_namespace
 from .dump import dump_refs
 from .errors import ManifestError, RefsError

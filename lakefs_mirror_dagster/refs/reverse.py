@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..lakefs import LakeFSClient, LakeFSNotFound
 from ..mirrors import Mirror, MirrorNotFound, MirrorState
-from ..replication import ReplicationService
+from ..region import ReplicationService
 from ..replication.namespaces import check_namespace_free
 from ..replication.planner import CommitPlanner
 from .dump import dump_refs

@@ -1,4 +1,4 @@
-"""The mirroring engine: plan, transfer, validate, promote (free of Dagster, usable alone)."""
+"""The mirroring engine of one mirror: plan, transfer, validate, promote (free of Dagster, usable alone)."""
 
 from .engine import (
     EngineSettings,
@@ -11,9 +11,6 @@ from .engine import (
     ValidatedCache,
     in_process_validator,
 )
-from .gc_deletions import GcResult, GcSettings, mirror_gc_deletions, run_gc_deletions
-from .hook_action import ACTION_PATH, install_hooks
-from .hooks import HOOK_EVENTS, HookEvent, WokenMirror, queue_hook_event, read_woken, sync_woken, wait_woken
 from .in_flight import BranchProgress, branch_progress, in_flight_line
 from .plugs import RefGate
 from .range_changes import RangeChanges, RangeReads, range_changes
@@ -29,32 +26,18 @@ from .results import (
     SyncPassListener,
     TransferStats,
 )
-from .retry import BranchBlock, RetrySchedule, pending_block
-from .service import RETIRING, ReplicationService
 from .source import ApiObjectReader, RepositorySource, SourceReader
-from .storages import StorageDescription, describe_storages, missing_stores
-from .sync_loop import ScheduledPass, sync_passes, wait_for_pass
-from .sync_plan import MirrorPlan, PlannedRef, plan_sync
 from .validation import RangeValidation, metadata_uri, read_metarange, validate_range
 
 __all__ = [
-    "ACTION_PATH",
-    "HOOK_EVENTS",
     "PROMOTED",
-    "RETIRING",
     "ApiObjectReader",
     "BlockReason",
-    "BranchBlock",
     "BranchProgress",
     "EngineSettings",
-    "GcResult",
-    "GcSettings",
-    "HookEvent",
     "MirrorEngine",
-    "MirrorPlan",
     "MirrorRefMoved",
     "MirrorSyncResult",
-    "PlannedRef",
     "RangeChanges",
     "RangeReads",
     "RangeSource",
@@ -68,36 +51,18 @@ __all__ = [
     "RefRecorder",
     "RefResult",
     "ReplicationError",
-    "ReplicationService",
     "RepositorySource",
-    "RetrySchedule",
-    "ScheduledPass",
     "SourceReader",
-    "StorageDescription",
     "SyncPass",
     "SyncPassListener",
     "TransferStats",
     "ValidatedCache",
-    "WokenMirror",
     "branch_progress",
-    "describe_storages",
     "in_flight_line",
     "in_process_validator",
-    "install_hooks",
     "metadata_uri",
-    "mirror_gc_deletions",
-    "missing_stores",
-    "pending_block",
-    "plan_sync",
-    "queue_hook_event",
     "range_changes",
     "read_metarange",
-    "read_woken",
-    "run_gc_deletions",
-    "sync_passes",
-    "sync_woken",
     "transfer_range",
     "validate_range",
-    "wait_for_pass",
-    "wait_woken",
 ]

@@ -36,7 +36,8 @@ from ..mirrors import (
     MirrorState,
     NamespaceInUse,
 )
-from ..replication import ReplicationError, ReplicationService, branch_progress, describe_storages
+from ..region import ReplicationService, describe_storages
+from ..replication import ReplicationError, branch_progress
 from ..storage import InvalidStorageURI, StorageError
 from . import rbac
 from .api_errors import ApiError

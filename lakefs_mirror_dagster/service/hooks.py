@@ -17,8 +17,8 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..replication import HookEvent, ReplicationService, queue_hook_event
-from ..replication.hooks import SECRET_HEADER
+from ..region import HookEvent, ReplicationService, queue_hook_event
+from ..region.hooks import SECRET_HEADER
 from .api_errors import ApiError
 
 __all__ = ["HOOKS_PATH", "HookAnswer", "LakeFSHookBody", "add_hooks_route"]

@@ -18,7 +18,7 @@ from fastapi import FastAPI
 from ..config import ConfigError
 from ..config import parse_listen_address as config_listen_address
 from ..lakefs import LakeFSClient
-from ..replication import ReplicationService
+from ..region import ReplicationService
 from .app import create_app
 from .modes import AuthorizationMode, authorization_mode, lakefs_rbac_model
 from .rbac import PolicySet

@@ -10,8 +10,9 @@ from typing import Any
 
 from ..config import ReplicationConfig
 from ..mirrors import Mirror
-from ..replication import MirrorEngine, RangeTransferer, RangeValidator, ReplicationService
-from ..replication.service import store_spec
+from ..region import ReplicationService
+from ..region.service import store_spec
+from ..replication import MirrorEngine, RangeTransferer, RangeValidator
 from .choice import ThresholdTransferer, changed_object_counter
 from .transfer import SparkRangeTransferer, TransferTarget
 from .validation import SparkRangeValidator

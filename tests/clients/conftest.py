@@ -37,7 +37,8 @@ from typing import Any
 import pytest
 from lakefs_mirror_devenv import Environment
 
-from lakefs_mirror_dagster.replication import MirrorSyncResult, ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
+from lakefs_mirror_dagster.replication import MirrorSyncResult
 from tests.replication.conftest import config_path, service_for
 
 from .outside import RegionClients

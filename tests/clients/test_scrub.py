@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from lakefs_mirror_dagster.replication import ReplicationService
-from lakefs_mirror_dagster.replication.validation import metadata_uri, read_metarange
+from lakefs_mirror_dagster.region import ReplicationService
+from lakefs_mirror_dagster.replication import metadata_uri, read_metarange
 from tests.cli_process import run_cli
 
 from .conftest import Converged

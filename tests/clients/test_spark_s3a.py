@@ -21,7 +21,7 @@ import pytest
 from lakefs_mirror_devenv import Environment, LakeFSRegion
 
 from lakefs_mirror_dagster.lakefs import LakeFSClient
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ import lakefs_mirror_dagster.mirrors.sql.store as store_module
 from lakefs_mirror_dagster.config import parse_config
 from lakefs_mirror_dagster.config.database import with_psycopg
 from lakefs_mirror_dagster.mirrors import Organization
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 
 
 class FakeMirrorStore:

@@ -22,8 +22,8 @@ from lakefs_mirror_dagster.config import (
     load_config,
     parse_config,
 )
-from lakefs_mirror_dagster.replication import ReplicationService
-from lakefs_mirror_dagster.replication.service import store_spec
+from lakefs_mirror_dagster.region import ReplicationService
+from lakefs_mirror_dagster.region.service import store_spec
 from lakefs_mirror_dagster.storage import S3Blockstore, StorageConfigError, StoreSpec, TransferPool, build_blockstore
 
 MiB = 1024 * 1024

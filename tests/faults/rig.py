@@ -22,7 +22,7 @@ from lakefs_mirror_devenv import Environment
 from lakefs_mirror_dagster.cli import ExitCode
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.lakefs import LakeFSClient
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 from lakefs_mirror_dagster.storage import Blockstore, build_blockstore
 
 __all__ = ["DST", "MINIO", "SRC", "FaultRig", "MirrorPair", "SyncOutcome", "SyncZygote"]

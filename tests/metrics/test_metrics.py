@@ -26,13 +26,13 @@ from lakefs_mirror_dagster.config import parse_config
 from lakefs_mirror_dagster.lakefs.client import _failed_status, _operation
 from lakefs_mirror_dagster.metrics import SyncMetrics, request_metrics
 from lakefs_mirror_dagster.mirrors import MirrorState
+from lakefs_mirror_dagster.region import ReplicationService
 from lakefs_mirror_dagster.replication import (
     BlockReason,
     MirrorSyncResult,
     RefAction,
     RefKind,
     RefResult,
-    ReplicationService,
     SyncPass,
     TransferStats,
 )

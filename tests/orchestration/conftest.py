@@ -18,7 +18,7 @@ from lakefs_mirror_dagster.config import ReplicationConfig, load_config
 from lakefs_mirror_dagster.lakefs import LakeFSClient
 from lakefs_mirror_dagster.mirrors import Mirror
 from lakefs_mirror_dagster.orchestration.definitions import build_definitions
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 from tests.replication.conftest import config_path, content, isolated_regions, service_for
 
 __all__ = [

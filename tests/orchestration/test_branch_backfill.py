@@ -11,7 +11,7 @@ from lakefs_mirror_dagster.orchestration.mirroring import branch_partitions_name
 from lakefs_mirror_dagster.orchestration.mirroring.checks import RANGES_VALIDATED
 from lakefs_mirror_dagster.orchestration.mirroring.spark import SparkValidatorResource
 from lakefs_mirror_dagster.orchestration.options import DEFAULT_OPTIONS
-from lakefs_mirror_dagster.replication.status import status_report
+from lakefs_mirror_dagster.region.status import status_report
 from lakefs_mirror_dagster.storage import join_namespace
 from tests.replication.conftest import assert_mirror_equals_source
 

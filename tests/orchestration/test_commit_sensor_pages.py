@@ -14,7 +14,7 @@ from lakefs_mirror_devenv.replication_config import config_variant
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.orchestration.definitions import build_definitions
 from lakefs_mirror_dagster.orchestration.mirroring import commit_sensor_name
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 from tests.replication.conftest import content, lakefs_operation_count
 
 

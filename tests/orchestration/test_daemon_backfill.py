@@ -19,7 +19,7 @@ from lakefs_mirror_devenv.branch_fanout import fan_out_branches
 from lakefs_mirror_devenv.dagster_daemon import backfill_mirror
 
 from lakefs_mirror_dagster.orchestration.definitions import DEFAULT_LOCATION_NAME
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 from tests.replication.conftest import assert_mirror_equals_source
 
 from .conftest import daemon_mirror, gateway_source

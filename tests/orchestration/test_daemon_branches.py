@@ -19,7 +19,7 @@ from lakefs_mirror_devenv import Environment
 from lakefs_mirror_devenv.branch_fanout import fan_out_branches
 from lakefs_mirror_devenv.dagster_daemon import converge_mirror
 
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 
 from .conftest import daemon_mirror, gateway_source
 

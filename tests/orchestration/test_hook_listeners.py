@@ -21,7 +21,7 @@ from lakefs_mirror_dagster.orchestration.mirroring import (
     hooks_sensor_name,
     run_key,
 )
-from lakefs_mirror_dagster.replication import HookEvent, queue_hook_event
+from lakefs_mirror_dagster.region import HookEvent, queue_hook_event
 from tests.service.test_hooks_live import with_hooks
 
 from .conftest import isolated_case

@@ -13,7 +13,7 @@ import dagster as dg
 import pytest
 
 from lakefs_mirror_dagster.orchestration.mirroring import MANAGER_SENSOR_NAME, commit_sensor_name, run_key
-from lakefs_mirror_dagster.replication import HookEvent, queue_hook_event
+from lakefs_mirror_dagster.region import HookEvent, queue_hook_event
 from tests.service.test_hooks_live import with_hooks
 
 from .conftest import isolated_case

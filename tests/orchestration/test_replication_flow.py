@@ -25,7 +25,7 @@ from lakefs_mirror_dagster.orchestration.mirroring import (
     mirror_asset_key,
 )
 from lakefs_mirror_dagster.orchestration.mirroring.checks import RANGES_VALIDATED
-from lakefs_mirror_dagster.replication.status import status_report
+from lakefs_mirror_dagster.region.status import status_report
 from lakefs_mirror_dagster.service import create_app, running_server
 from tests.replication.conftest import assert_mirror_equals_source
 from tests.service.conftest import curl

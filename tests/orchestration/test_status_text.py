@@ -6,8 +6,8 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 
 from lakefs_mirror_dagster.mirrors import RefInFlight
+from lakefs_mirror_dagster.region.status import BranchStatus, MirrorStatus, format_status, stale
 from lakefs_mirror_dagster.replication.in_flight import in_flight_view
-from lakefs_mirror_dagster.replication.status import BranchStatus, MirrorStatus, format_status, stale
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

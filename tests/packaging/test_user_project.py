@@ -25,7 +25,7 @@ from lakefs_mirror_devenv.processes import start_process, stop_pid
 from lakefs_mirror_devenv.replication_config import config_variant
 
 from lakefs_mirror_dagster.orchestration.mirroring import reconcile_mirrors
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 from tests.replication.conftest import assert_mirror_equals_source
 
 from .wheel import make_venv

@@ -15,7 +15,7 @@ import pytest
 from lakefs_mirror_devenv import Environment
 
 from lakefs_mirror_dagster.lakefs import LakeFSClient
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 
 from .wheel import run_in_venv
 

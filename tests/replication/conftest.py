@@ -18,8 +18,8 @@ from lakefs_mirror_devenv import Environment
 
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.lakefs import Commit, LakeFSClient
-from lakefs_mirror_dagster.replication import ReplicationService
-from lakefs_mirror_dagster.replication.validation import read_metarange, validate_range
+from lakefs_mirror_dagster.region import ReplicationService
+from lakefs_mirror_dagster.replication import read_metarange, validate_range
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ from lakefs_mirror_devenv import Environment
 
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.mirrors import Mirror
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 from lakefs_mirror_dagster.storage import parse_uri, relative_to_namespace
 
 from .conftest import content

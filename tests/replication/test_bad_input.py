@@ -8,7 +8,8 @@ from lakefs_mirror_devenv.processes import free_port
 from lakefs_mirror_dagster.config import ConfigError, load_config, parse_config
 from lakefs_mirror_dagster.lakefs import LakeFSNotFound, LakeFSUnavailable
 from lakefs_mirror_dagster.mirrors import NamespaceInUse, NamespaceOverlap
-from lakefs_mirror_dagster.replication import ReplicationError, ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
+from lakefs_mirror_dagster.replication import ReplicationError
 from lakefs_mirror_dagster.storage.uri import namespaces_overlap
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+from lakefs_mirror_dagster.replication import RefAction, RefKind, RefResult
 from lakefs_mirror_dagster.replication.branch_workers import sync_branches
-from lakefs_mirror_dagster.replication.results import RefAction, RefKind, RefResult
 
 
 def test_branches_sharing_a_head_wait_for_one_of_them_and_results_keep_name_order() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 from tests.cli_process import run_cli
 
 

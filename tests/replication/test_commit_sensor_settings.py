@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from lakefs_mirror_dagster.config import load_config
-from lakefs_mirror_dagster.replication import ReplicationService
-from lakefs_mirror_dagster.replication.engine import MirrorEngine
+from lakefs_mirror_dagster.region import ReplicationService
+from lakefs_mirror_dagster.replication import MirrorEngine
 
 from .conftest import InFlight, assert_mirror_equals_source, content, lakefs_operation_count
 

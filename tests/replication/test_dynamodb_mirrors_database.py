@@ -15,7 +15,7 @@ from lakefs_mirror_devenv import Environment
 from lakefs_mirror_dagster.config import ConfigError, load_config
 from lakefs_mirror_dagster.config.database import DynamoDBSettings
 from lakefs_mirror_dagster.mirrors import MirrorState
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 
 from .conftest import assert_mirror_equals_source, content
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import yaml
 
 from lakefs_mirror_dagster.config import load_config
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 from lakefs_mirror_dagster.storage import process_limiter
 
 from .conftest import assert_mirror_equals_source, content

@@ -18,7 +18,8 @@ import yaml
 from lakefs_mirror_devenv import Environment
 from lakefs_mirror_devenv.bucket_replication import MinioClient
 
-from lakefs_mirror_dagster.replication import BlockReason, MirrorSyncResult, RefAction, RefResult, retry
+from lakefs_mirror_dagster.region import retry
+from lakefs_mirror_dagster.replication import BlockReason, MirrorSyncResult, RefAction, RefResult
 from lakefs_mirror_dagster.storage import relative_to_namespace
 from lakefs_mirror_dagster.storage.uri import join_namespace
 
@@ -34,7 +35,7 @@ DELIVERY_TIMEOUT_S = 30.0
 
 
 class RetryClock:
-    """The retry schedule's clock (``replication.retry._now``): real time plus what the test skipped."""
+    """The retry schedule's clock (``region.retry._now``): real time plus what the test skipped."""
 
     def __init__(self) -> None:
         self.skipped = dt.timedelta(0)

@@ -90,4 +90,4 @@ def test_status_fails_only_when_a_branch_is_further_behind_than_allowed(
     done = run_cli("--config", str(config_path("region-b")), "status", "--recent", "0", cwd=tmp_path)
     assert done.returncode == 0 and f"mirror {mirror.name}" in done.stdout
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
-    assert "lakefs_mirror_dagster.replication.status" in imported and "dagster" not in imported
+    assert "lakefs_mirror_dagster.region.status" in imported and "dagster" not in imported

@@ -8,7 +8,7 @@ import time
 import lakefs_sdk
 
 from lakefs_mirror_dagster.config import load_config
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 
 from .conftest import content
 

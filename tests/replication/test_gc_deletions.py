@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from lakefs_mirror_dagster.mirrors import MirrorStore
-from lakefs_mirror_dagster.replication.gc_deletions import GcResult, GcSettings, mirror_gc_deletions
-from lakefs_mirror_dagster.replication.source import SourceReader
+from lakefs_mirror_dagster.region import GcResult, GcSettings, mirror_gc_deletions
+from lakefs_mirror_dagster.replication import SourceReader
 from lakefs_mirror_dagster.storage import Blockstore, LocalBlockstore, ObjectInfo
 
 SRC, DST = "local://src/repo", "local://dst/mirror"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import yaml
 
-from lakefs_mirror_dagster.replication import HOOK_EVENTS
-from lakefs_mirror_dagster.replication.hook_action import SECRET_ENV, action_file
+from lakefs_mirror_dagster.region import HOOK_EVENTS
+from lakefs_mirror_dagster.region.hook_action import SECRET_ENV, action_file
 
 
 def test_the_action_calls_the_url_on_every_ref_event_and_names_the_secrets_variable_only() -> None:

@@ -15,8 +15,8 @@ import pytest
 
 from lakefs_mirror_dagster.graveler.records import RangeRef
 from lakefs_mirror_dagster.mirrors import MirrorStore, RefInFlight
-from lakefs_mirror_dagster.replication import in_flight
-from lakefs_mirror_dagster.replication.in_flight import InFlightRecorder, in_flight_line, in_flight_view
+from lakefs_mirror_dagster.replication import in_flight, in_flight_line
+from lakefs_mirror_dagster.replication.in_flight import InFlightRecorder, in_flight_view
 from lakefs_mirror_dagster.replication.progress import ProgressReporter
 from tests.mirrors.conftest import mirror_id_in
 

@@ -30,8 +30,8 @@ from lakefs_mirror_devenv.servers import start_lakefs_on
 from lakefs_mirror_dagster.config import parse_config
 from lakefs_mirror_dagster.graveler import decode_commit_data
 from lakefs_mirror_dagster.graveler.commit_record import encode_commit_data
-from lakefs_mirror_dagster.replication import ReplicationService
-from lakefs_mirror_dagster.replication.status import format_status, status_report
+from lakefs_mirror_dagster.region import ReplicationService
+from lakefs_mirror_dagster.region.status import format_status, status_report
 from lakefs_mirror_dagster.service.app import mirror_json
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ import pytest
 
 from lakefs_mirror_dagster.config import ConfigError, parse_config
 from lakefs_mirror_dagster.mirrors import MirrorNotFound
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 from tests.mirrors.conftest import db_url, pg_server, pg_url  # noqa: F401 (fixtures)
 
 SECRET = "first-regions-secret-0123456789"

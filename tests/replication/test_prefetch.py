@@ -8,8 +8,8 @@ import threading
 from collections import Counter
 
 from lakefs_mirror_dagster.lakefs import LakeFSClient
+from lakefs_mirror_dagster.replication import SourceReader
 from lakefs_mirror_dagster.replication.prefetch import MetadataPrefetch
-from lakefs_mirror_dagster.replication.source import SourceReader
 from lakefs_mirror_dagster.storage import Blockstore
 
 

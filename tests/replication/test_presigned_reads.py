@@ -13,7 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from lakefs_mirror_dagster.replication.source import PRESIGN_MIN_BYTES, PRESIGN_MIN_OBJECTS, ApiObjectReader
+from lakefs_mirror_dagster.replication import ApiObjectReader
+from lakefs_mirror_dagster.replication.source import PRESIGN_MIN_BYTES, PRESIGN_MIN_OBJECTS
 
 from .conftest import assert_mirror_equals_source, assert_ref_complete, content
 

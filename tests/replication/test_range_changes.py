@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lakefs_mirror_dagster.replication import RangeReads, transfer_range, validate_range
+from lakefs_mirror_dagster.replication import RangeReads, metadata_uri, transfer_range, validate_range
 from lakefs_mirror_dagster.replication.range_changes import VerifiedRanges
-from lakefs_mirror_dagster.replication.validation import metadata_uri
 from lakefs_mirror_dagster.storage import Blockstore, LocalBlockstore, ObjectStat, TransferPool, join_namespace
 from tests.graveler.sstable_writer import encode_entry, write_lakefs_file
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lakefs_mirror_dagster.config import load_config
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 
 from .conftest import lakefs_operation_count
 

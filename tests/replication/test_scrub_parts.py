@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from lakefs_mirror_dagster.replication.scrub import in_part, parse_part
+from lakefs_mirror_dagster.region.scrub import in_part, parse_part
 
 
 def test_the_slices_of_n_cover_every_range_exactly_once() -> None:

@@ -17,7 +17,7 @@ from lakefs_mirror_devenv.servers import start_lakefs
 
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.lakefs import LakeFSClient
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 
 from .conftest import assert_mirror_equals_source, assert_ref_complete, content
 

@@ -20,7 +20,7 @@ from lakefs_mirror_devenv.processes import free_port
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.mirrors import MirrorState
 from lakefs_mirror_dagster.orchestration.definitions import discover_mirrors
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 
 pytestmark = pytest.mark.integration
 

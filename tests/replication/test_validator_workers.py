@@ -10,7 +10,8 @@ import pytest
 
 from benchmarks._ranges_build import RangeSplit, build_with_ranges
 from lakefs_mirror_dagster.config import load_config
-from lakefs_mirror_dagster.replication import ReplicationService, plugs
+from lakefs_mirror_dagster.region import ReplicationService
+from lakefs_mirror_dagster.replication import plugs
 
 from .conftest import InFlight, assert_mirror_equals_source, assert_ref_complete, content
 

@@ -15,7 +15,7 @@ import pytest
 from lakefs_mirror_devenv import Environment
 from lakefs_mirror_devenv.processes import free_port
 
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 from lakefs_mirror_dagster.service import create_app, running_server
 from tests.replication.conftest import config_path, service_for  # noqa: F401 (fixtures)
 

@@ -12,7 +12,7 @@ import pytest
 from lakefs_mirror_devenv.processes import free_port
 
 from lakefs_mirror_dagster.config import load_config
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 
 from .conftest import Api, curl
 

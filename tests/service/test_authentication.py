@@ -16,7 +16,7 @@ from lakefs_mirror_devenv.processes import free_port
 from starlette.routing import Route
 
 from lakefs_mirror_dagster.config import HooksConfig, Secret
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 from lakefs_mirror_dagster.service import UNAUTHENTICATED_PATHS, create_app, running_server
 
 pytestmark = pytest.mark.integration

@@ -20,7 +20,7 @@ from lakefs_mirror_dagster.errors import LakeFSMirrorError
 from lakefs_mirror_dagster.graveler import RecordError
 from lakefs_mirror_dagster.lakefs import LakeFSNotFound, LakeFSUnavailable
 from lakefs_mirror_dagster.mirrors import MirrorsDatabaseError
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 from lakefs_mirror_dagster.service import create_app
 from lakefs_mirror_dagster.storage import InvalidStorageURI, StorageAccessError, TransientStorageError
 

@@ -20,7 +20,7 @@ from lakefs_mirror_devenv import Environment
 from lakefs_mirror_devenv.processes import free_port
 
 from lakefs_mirror_dagster.lakefs import LakeFSClient, LakeFSNotFound
-from lakefs_mirror_dagster.replication import ACTION_PATH, ReplicationService
+from lakefs_mirror_dagster.region import ACTION_PATH, ReplicationService
 from lakefs_mirror_dagster.service import create_app, running_server
 from lakefs_mirror_dagster.service.hooks import HOOKS_PATH
 from tests.cli_process import run_cli

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from lakefs_mirror_dagster.config import load_config
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 from tests.replication.conftest import isolated_regions  # noqa: F401 (fixture)
 
 from .conftest import curl

@@ -19,7 +19,7 @@ from lakefs_mirror_devenv.processes import free_port
 
 from lakefs_mirror_dagster.cli import ExitCode
 from lakefs_mirror_dagster.config import ConfigError, dump_example_config
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 from lakefs_mirror_dagster.service import TLSFiles, create_app, running_server, tls_files
 from tests.cli_process import run_cli
 

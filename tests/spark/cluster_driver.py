@@ -20,8 +20,8 @@ from typing import Any
 
 from lakefs_mirror_dagster.config import ReplicationConfig, load_config
 from lakefs_mirror_dagster.mirrors import Mirror
-from lakefs_mirror_dagster.replication import MirrorEngine, ReplicationService
-from lakefs_mirror_dagster.replication.engine import RangeTransferer, RangeValidator
+from lakefs_mirror_dagster.region import ReplicationService
+from lakefs_mirror_dagster.replication import MirrorEngine, RangeTransferer, RangeValidator
 from lakefs_mirror_dagster.spark.session import LazySparkSession, spark_session_config
 from lakefs_mirror_dagster.spark.wiring import SparkUse, ValidationOnSpark, use_spark
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from lakefs_mirror_dagster.config import load_config
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 from lakefs_mirror_dagster.spark.wiring import SparkTransferService
 from tests.replication.conftest import config_path, service_for
 

@@ -32,7 +32,7 @@ from lakefs_mirror_devenv.processes import free_port
 
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.lakefs import LakeFSClient, LakeFSNotFound
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 from lakefs_mirror_dagster.storage import join_namespace
 from tests.replication.conftest import assert_mirror_equals_source, assert_ref_complete, content
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from lakefs_mirror_dagster.replication.validation import metadata_uri, read_metarange
+from lakefs_mirror_dagster.replication import metadata_uri, read_metarange
 from lakefs_mirror_dagster.storage import join_namespace
 from tests.replication.conftest import assert_mirror_equals_source, assert_ref_complete, content
 

@@ -16,7 +16,7 @@ from lakefs_mirror_devenv.processes import stop_pid
 
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.lakefs import LakeFSClient
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 from lakefs_mirror_dagster.storage import (
     AzureBlockstore,
     BucketNotFound,

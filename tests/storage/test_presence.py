@@ -136,7 +136,7 @@ def test_ranges_sharing_a_directory_list_their_own_spans_and_still_catch_bad_obj
     """Two ranges of one commit whose objects share one data directory on S3 (as lakeFS's uploads do): each
     range's validation lists only its half of the directory, and a missing object (the first of its span),
     one of the wrong size (the last) and one with the wrong MD5 (in between) still fail that range."""
-    from lakefs_mirror_dagster.replication.validation import metadata_uri, validate_range
+    from lakefs_mirror_dagster.replication import metadata_uri, validate_range
     from tests.graveler.sstable_writer import encode_entry, write_lakefs_file
 
     namespace, count = f"s3://{bucket}/ns", 300

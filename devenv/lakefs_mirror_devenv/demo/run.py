@@ -18,7 +18,7 @@ from typing import Any
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.errors import LakeFSMirrorError
 from lakefs_mirror_dagster.lakefs import LakeFSClient
-from lakefs_mirror_dagster.replication import ReplicationService
+from lakefs_mirror_dagster.region import ReplicationService
 
 from .. import DEFAULT_REGIONS, Environment, cache_dir, environment_up
 from ..environment import stop_environment

@@ -109,7 +109,7 @@ mirror_branches = Table(
     Column("promoted_at", UTCDateTime, nullable=True),
     Column("lag_seconds", Float, nullable=True),
     Column("updated_at", UTCDateTime, nullable=False),
-    # The retry schedule of a branch whose sync was blocked (replication/retry.py): the source commit it was
+    # The retry schedule of a branch whose sync was blocked (region/retry.py): the source commit it was
     # blocked at, why ("missing" or "error"), the earliest time it may be tried again and how many blocked
     # tries that commit has had. All NULL (attempts 0) once the branch syncs or its source head moves.
     Column("blocked_commit_id", String(128), nullable=True),
@@ -145,7 +145,7 @@ gc_missing = Table(
     "gc_missing",
     metadata,
     # Data objects of a mirror's namespace that its source's namespace no longer has (deleted there by lakeFS
-    # garbage collection): when a pass first saw each missing and when one last did (replication/gc_deletions.py).
+    # garbage collection): when a pass first saw each missing and when one last did (region/gc_deletions.py).
     # An object is deleted at the mirror only once it has been missing for the grace period. A database of an
     # older version gets this table from create_all.
     Column("mirror_id", String(64), ForeignKey("mirrors.id", ondelete="CASCADE"), primary_key=True),

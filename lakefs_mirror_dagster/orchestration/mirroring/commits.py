@@ -20,7 +20,7 @@ import dagster as dg
 
 from ...mirrors import Mirror, MirrorBranch, MirrorState
 from ...mirrors.wakeups import LOST_REQUEST
-from ...replication import ReplicationService, WokenMirror, pending_block, read_woken, wait_woken
+from ...region import ReplicationService, WokenMirror, pending_block, read_woken, wait_woken
 from ...replication.heads import branch_head, branch_heads, tag_commits
 from ..options import DEFAULT_OPTIONS, MirrorDefsOptions
 from .branch_heads import branch_partitions, commit_url
@@ -80,7 +80,7 @@ def hooks_sensor_name(mirror: str, listener: int, options: MirrorDefsOptions = D
     """The ``listener``-th (2, 3, ...) sensor that waits for ``mirror``'s hooks (the commit sensor is the first).
 
     With ``hooks.enabled`` the commit sensor also ticks every second between its scans for the refs hooks queued
-    (``replication/hooks.py``), waiting up to ``hooks.sensor_wait`` for one. Dagster starts a sensor's tick at most
+    (``region/hooks.py``), waiting up to ``hooks.sensor_wait`` for one. Dagster starts a sensor's tick at most
     once per daemon loop (5 s) and never while its last tick runs, so one sensor that found a hook leaves nobody
     listening until the next loop: with ``hooks.sensor_listeners`` above 1 these sensors wait beside it, claim
     wake-ups (exactly one tick takes each) and take turns waiting across the next loop.

@@ -14,8 +14,8 @@ from typing import Any
 
 import dagster as dg
 
-from ...replication import ReplicationService
-from ...replication.status import MirrorStatus, stale, status_report
+from ...region import ReplicationService
+from ...region.status import MirrorStatus, stale, status_report
 from ..options import DEFAULT_OPTIONS, MirrorDefsOptions
 
 __all__ = ["FRESH", "build_fresh_check", "fresh_evaluation"]

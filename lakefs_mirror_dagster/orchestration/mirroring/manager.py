@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import dagster as dg
 
 from ...mirrors import MirrorState
-from ...replication import RETIRING, ReplicationService
+from ...region import RETIRING, ReplicationService
 from ..options import DEFAULT_OPTIONS, MirrorDefsOptions
 from ..reload import Reload, request_reload
 

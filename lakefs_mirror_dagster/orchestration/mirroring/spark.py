@@ -11,7 +11,8 @@ from pydantic import Field, PrivateAttr
 from ...config import SparkConfig
 from ...errors import needs_extra
 from ...mirrors import Mirror
-from ...replication import MirrorEngine, ReplicationService
+from ...region import ReplicationService
+from ...replication import MirrorEngine
 from ...spark.session import prepare_python_workers, spark_session_config
 from ...spark.wiring import SparkUse, ValidationOnSpark, use_spark
 

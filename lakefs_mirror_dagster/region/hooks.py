@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ..mirrors import Mirror, MirrorNotFound, RefWakeup
 from ..mirrors.wakeups import claimed
-from .results import MirrorSyncResult
+from ..replication import MirrorSyncResult
 from .service import RETIRING, ReplicationService
 
 __all__ = [

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 
 from ..config import ValidatorConfig
 from ..mirrors import Mirror, MirrorBranch, MirrorsDatabase
-from .plugs import RefGate
-from .results import BlockReason, RefAction, RefKind, RefResult
+from ..replication import BlockReason, RefAction, RefGate, RefKind, RefResult
 
 __all__ = ["BranchBlock", "RetrySchedule", "pending_block"]
 

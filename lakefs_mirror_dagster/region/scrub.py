@@ -19,6 +19,9 @@ from typing import Any
 
 from ..graveler import SSTableError, iter_entry_locations, iter_range_refs, verify_range_file
 from ..lakefs import LakeFSError
+from ..replication import ReplicationError, RepositorySource, metadata_uri
+from ..replication.heads import branch_heads, tag_commits
+from ..replication.validation import MAX_REPORTED
 from ..storage import (
     DEFAULT_MAX_BYTES_IN_FLIGHT,
     Blockstore,
@@ -30,10 +33,6 @@ from ..storage import (
     join_namespace,
 )
 from ..storage.checksums import ContentHasher, ExpectedContent, RecordedChecksum, VerifyingReader
-from .errors import ReplicationError
-from .heads import branch_heads, tag_commits
-from .source import RepositorySource
-from .validation import MAX_REPORTED, metadata_uri
 
 __all__ = ["ScrubReport", "Scrubber", "parse_part"]
 

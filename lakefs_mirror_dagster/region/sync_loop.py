@@ -13,8 +13,8 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..replication import MirrorSyncResult
 from .hooks import WokenMirror, sync_woken, wait_woken
-from .results import MirrorSyncResult
 
 if TYPE_CHECKING:
     from .service import ReplicationService

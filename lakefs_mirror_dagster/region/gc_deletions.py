@@ -20,13 +20,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..logs import log_fields
 from ..mirrors import Mirror, MirrorsDatabaseError, MirrorState
+from ..replication import ReplicationError, SourceReader, ValidatedCache
+from ..replication.namespaces import check_namespace_free, is_mirror_repository
+from ..replication.validation import METADATA_PREFIX
 from ..storage import Blockstore, join_namespace, relative_to_namespace
 from ..storage.uri import namespace_prefix
-from .errors import ReplicationError
-from .namespaces import check_namespace_free, is_mirror_repository
-from .plugs import ValidatedCache
-from .source import SourceReader
-from .validation import METADATA_PREFIX
 
 if TYPE_CHECKING:
     from .service import ReplicationService

@@ -28,16 +28,27 @@ from ..mirrors import (
     open_mirrors_database,
 )
 from ..mirrors.inputs import mirror_row
+from ..replication import (
+    EngineSettings,
+    MirrorEngine,
+    MirrorSyncResult,
+    RangeTransferer,
+    RangeValidator,
+    RefAction,
+    RefKind,
+    RefResult,
+    ReplicationError,
+    RepositorySource,
+    SyncPass,
+    SyncPassListener,
+)
+from ..replication.namespaces import check_namespace_free, is_mirror_repository
+from ..replication.progress import ProgressListener
+from ..replication.refstore import open_refstore
 from ..storage import Blockstore, StoreSpec
-from .engine import EngineSettings, MirrorEngine, RangeTransferer, RangeValidator, ReplicationError
-from .namespaces import check_namespace_free, is_mirror_repository
 from .organization import join_organization
-from .progress import ProgressListener
-from .refstore import open_refstore
-from .results import MirrorSyncResult, RefAction, RefKind, RefResult, SyncPass, SyncPassListener
 from .retry import RetrySchedule
 from .scrub import Scrubber
-from .source import RepositorySource
 from .storages import missing_stores
 
 __all__ = ["LOG_ORDER_APPROXIMATE", "LOG_ORDER_EXACT", "RETIRING", "ReplicationService", "store_spec", "validation_key"]

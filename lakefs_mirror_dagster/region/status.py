@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..mirrors import MirrorBranch
-from .in_flight import branch_progress, in_flight_line
+from ..replication import branch_progress, in_flight_line
 from .retry import pending_block
 
 if TYPE_CHECKING:
