@@ -79,7 +79,7 @@ def test_a_secret_in_args_context_or_extra_never_appears(fmt: str) -> None:
 
 @pytest.mark.parametrize(("level", "shown"), [("DEBUG", 3), ("INFO", 2), ("WARN", 1), ("ERROR", 0)])
 def test_level_applies_to_the_whole_package_tree(level: str, shown: int) -> None:
-    deep = logging.getLogger("lakefs_mirror_dagster.storage.s3_reads")
+    deep = logging.getLogger("lakefs_mirror_dagster.storage.s3")
 
     def emit() -> None:
         deep.debug("d")

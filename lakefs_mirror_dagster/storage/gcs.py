@@ -37,7 +37,7 @@ from .errors import (
     StorageError,
     TransientStorageError,
 )
-from .streams import read_exact, size_mismatch
+from .streams import read_exact, size_mismatch, whole_or_head
 from .uri import parse_uri
 
 __all__ = ["GCS_CHUNK_ALIGNMENT", "GCSBlockstore", "map_gcs_error"]
@@ -360,19 +360,10 @@ class GCSBlockstore(Blockstore):
 
     def write_stream(self, uri: str, stream: ReadableStream, size: int | None = None) -> ObjectStat:
         self._split(uri)
-        if size is not None and size < 0:
-            raise ValueError(f"write {uri}: size must not be negative, got {size}")
-        if size is not None and size < self.multipart_threshold:
-            data = read_exact(stream, size + 1)
-            if len(data) != size:
-                raise size_mismatch(uri, size, len(data) if len(data) < size else None)
-            return self._put(uri, data)
-        head = b""
-        if size is None:
-            head = read_exact(stream, self.multipart_threshold)
-            if len(head) < self.multipart_threshold:
-                return self._put(uri, head)
-        return self._resumable(uri, _UploadSource(uri, head, stream, size), size)
+        data, whole = whole_or_head(uri, stream, size, self.multipart_threshold)
+        if whole:
+            return self._put(uri, bytes(data))  # the SDK takes bytes, not a bytearray
+        return self._resumable(uri, _UploadSource(uri, bytes(data), stream, size), size)
 
     def _put(self, uri: str, data: bytes) -> ObjectStat:
         blob = self._blob(uri)
@@ -397,8 +388,7 @@ class GCSBlockstore(Blockstore):
 
     def write_bytes(self, uri: str, data: bytes, *, md5: str | None = None) -> ObjectStat:
         if len(data) < self.multipart_threshold:
-            self._split(uri)
-            return self._put(uri, bytes(data))
+            return self._put(uri, bytes(data))  # (``_blob`` checks the URI before anything is sent)
         return self.write_stream(uri, io.BytesIO(data), len(data))
 
     def delete(self, uri: str) -> None:

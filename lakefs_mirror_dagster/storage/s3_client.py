@@ -1,14 +1,12 @@
-"""Construction of an S3 blockstore: its settings, credentials, boto3 client and direct-request path.
-
-Every part of ``S3Blockstore`` (reads, writes, copies) builds on ``S3Connection`` for the client and for
-turning ``s3://`` URIs into bucket and key.
+"""The connection of an S3 blockstore: its settings checked, its credentials found, its boto3 client and its obstore
+requests (``s3_native``) built, so ``S3Blockstore`` (``s3``) only sends requests.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
+import urllib.request
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -17,13 +15,9 @@ import botocore.config
 import botocore.loaders
 import botocore.session
 
-from .base import Blockstore
 from .checksums import S3_MIN_PART_SIZE
-from .errors import InvalidStorageURI, StorageConfigError, StorageError
-from .s3_direct import uses_proxy
-from .s3_errors import map_s3_error
+from .errors import StorageConfigError
 from .s3_native import NativeS3Requests
-from .uri import parse_uri
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -34,8 +28,11 @@ __all__ = [
     "MAX_PARTS",
     "MIN_PART_SIZE",
     "MiB",
-    "S3Connection",
     "botocore_session",
+    "check_settings",
+    "connect",
+    "endpoint_identity",
+    "uses_proxy",
     "warm_s3_models",
 ]
 
@@ -83,7 +80,7 @@ def warm_s3_models() -> None:
     botocore_session().create_client("s3", region_name="us-east-1", endpoint_url="http://127.0.0.1:9")
 
 
-def _normalise_endpoint(endpoint: str | None, region: str | None) -> str:
+def endpoint_identity(endpoint: str | None, region: str | None) -> str:
     """A comparable identity of the S3 service: same value means objects can be copied server-side."""
     if not endpoint:
         region = region or ""
@@ -94,146 +91,116 @@ def _normalise_endpoint(endpoint: str | None, region: str | None) -> str:
     return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}{parts.path.rstrip('/')}"
 
 
-class S3Connection(Blockstore):
-    """The settings and the thread-safe boto3 client of one S3 store."""
+def uses_proxy(endpoint_url: str) -> bool:
+    """Whether the environment sends requests to ``endpoint_url`` through a proxy (then boto3 keeps them)."""
+    parts = urlsplit(endpoint_url)
+    proxies = urllib.request.getproxies()
+    return bool(proxies.get(parts.scheme)) and not urllib.request.proxy_bypass(parts.hostname or "")
 
-    def __init__(
-        self,
-        *,
-        endpoint: str | None,
-        region: str | None,
-        access_key_id: str | None,
-        secret_access_key: str | None,
-        session_token: str | None = None,
-        force_path_style: bool = True,
-        multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD,
-        multipart_chunk_size: int = DEFAULT_MULTIPART_CHUNK_SIZE,
-        max_attempts: int = 5,
-        max_pool_connections: int = 32,
-        connect_timeout: float = 10.0,
-        read_timeout: float = 60.0,
-        profile: str | None = None,
-        credentials_file: str | None = None,
-        verify_tls: bool = True,
-        server_side_encryption: str | None = None,
-        sse_kms_key_id: str | None = None,
-    ) -> None:
-        if endpoint:
-            scheme = urlsplit(endpoint).scheme
-            if scheme not in ("http", "https") or not urlsplit(endpoint).hostname:
-                raise StorageConfigError(
-                    f"s3 blockstore: endpoint {endpoint!r} must be an http:// or https:// URL with a host"
-                )
-        if bool(access_key_id) != bool(secret_access_key):
+
+def check_settings(
+    *,
+    endpoint: str | None,
+    access_key_id: str | None,
+    secret_access_key: str | None,
+    session_token: str | None,
+    multipart_threshold: int,
+    multipart_chunk_size: int,
+    max_attempts: int,
+    server_side_encryption: str | None,
+    sse_kms_key_id: str | None,
+) -> None:
+    """Refuse, by name, a setting no request could work with, before anything is built."""
+    if endpoint:
+        scheme = urlsplit(endpoint).scheme
+        if scheme not in ("http", "https") or not urlsplit(endpoint).hostname:
             raise StorageConfigError(
-                "s3 blockstore: give both access_key_id and secret_access_key, or neither "
-                "(to use the default AWS credential chain)"
+                f"s3 blockstore: endpoint {endpoint!r} must be an http:// or https:// URL with a host"
             )
-        if session_token and not access_key_id:
-            raise StorageConfigError("s3 blockstore: session_token needs access_key_id and secret_access_key")
-        if multipart_chunk_size < MIN_PART_SIZE:
-            raise StorageConfigError(
-                f"s3 blockstore: multipart_chunk_size {multipart_chunk_size} is below S3's minimum part size "
-                f"{MIN_PART_SIZE} (5 MiB)"
-            )
-        if multipart_threshold < 1:
-            raise StorageConfigError(f"s3 blockstore: multipart_threshold must be positive, got {multipart_threshold}")
-        if server_side_encryption not in (None, "", "AES256", "aws:kms"):
-            raise StorageConfigError(
-                f"s3 blockstore: server_side_encryption {server_side_encryption!r} must be AES256 or aws:kms"
-            )
-        if sse_kms_key_id and server_side_encryption != "aws:kms":
-            raise StorageConfigError("s3 blockstore: sse_kms_key_id needs server_side_encryption 'aws:kms'")
-        if max_attempts < 1:
-            raise StorageConfigError(f"s3 blockstore: max_attempts must be at least 1, got {max_attempts}")
-        self.endpoint = endpoint or None
-        # Custom endpoints still need a region to sign requests; MinIO and most others accept us-east-1.
-        self.region = region or ("us-east-1" if endpoint else None)
-        self.force_path_style = force_path_style
-        self.multipart_threshold = multipart_threshold
-        self.multipart_chunk_size = multipart_chunk_size
-        self.chunk_size = multipart_chunk_size
-        self.uses_static_credentials = bool(access_key_id)
-        self._endpoint_identity = _normalise_endpoint(self.endpoint, self.region)
-        self._known_buckets: set[str] = set()
-        self._lock = threading.Lock()
-        config = botocore.config.Config(
-            region_name=self.region,
-            retries={"mode": "standard", "total_max_attempts": max_attempts},
-            s3={"addressing_style": "path" if force_path_style else "auto"},
-            max_pool_connections=max_pool_connections,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            # Many S3-compatible stores reject the CRC trailers boto3 sends by default since 1.36.
-            request_checksum_calculation="when_required",
-            response_checksum_validation="when_required",
+    if bool(access_key_id) != bool(secret_access_key):
+        raise StorageConfigError(
+            "s3 blockstore: give both access_key_id and secret_access_key, or neither "
+            "(to use the default AWS credential chain)"
         )
-        self._sse: dict[str, str] = {}
-        if server_side_encryption:
-            self._sse["ServerSideEncryption"] = server_side_encryption
-        if sse_kms_key_id:
-            self._sse["SSEKMSKeyId"] = sse_kms_key_id
-        core = botocore_session(profile or None, credentials_file or None)
-        session = boto3.session.Session(
-            aws_access_key_id=access_key_id or None,
-            aws_secret_access_key=secret_access_key or None,
-            aws_session_token=session_token or None,
-            region_name=self.region,
-            botocore_session=core,
+    if session_token and not access_key_id:
+        raise StorageConfigError("s3 blockstore: session_token needs access_key_id and secret_access_key")
+    if multipart_chunk_size < MIN_PART_SIZE:
+        raise StorageConfigError(
+            f"s3 blockstore: multipart_chunk_size {multipart_chunk_size} is below S3's minimum part size "
+            f"{MIN_PART_SIZE} (5 MiB)"
         )
-        self._client: S3Client = session.client(
-            "s3", endpoint_url=self.endpoint, config=config, verify=None if verify_tls else False
+    if multipart_threshold < 1:
+        raise StorageConfigError(f"s3 blockstore: multipart_threshold must be positive, got {multipart_threshold}")
+    if server_side_encryption not in (None, "", "AES256", "aws:kms"):
+        raise StorageConfigError(
+            f"s3 blockstore: server_side_encryption {server_side_encryption!r} must be AES256 or aws:kms"
         )
-        put_headers = {"x-amz-server-side-encryption": server_side_encryption} if server_side_encryption else {}
-        if sse_kms_key_id:
-            put_headers["x-amz-server-side-encryption-aws-kms-key-id"] = sse_kms_key_id
-        #: Object GET, PUT (single and multipart) and HEAD through obstore (see s3_native); requests that must go
-        #: through a proxy stay on boto3, which honours the proxy settings.
-        if not access_key_id and session.get_credentials() is None:  # (botocore caches what the chain found)
-            raise StorageConfigError(
-                "s3 blockstore: no credentials: no access_key_id, and the AWS default chain (environment, "
-                "shared files, container or instance role"
-                + (f", profile {profile!r}" if profile else "")
-                + ") found none"
-            )
-        self._direct: NativeS3Requests | None = None
-        if not uses_proxy(self._client.meta.endpoint_url):
-            self._direct = NativeS3Requests(
-                session,
-                endpoint=self.endpoint,
-                region=self.region,
-                force_path_style=force_path_style,
-                connect_timeout=connect_timeout,
-                read_timeout=read_timeout,
-                verify_tls=verify_tls,
-                max_attempts=max_attempts,
-                put_headers=put_headers,
-            )
+    if sse_kms_key_id and server_side_encryption != "aws:kms":
+        raise StorageConfigError("s3 blockstore: sse_kms_key_id needs server_side_encryption 'aws:kms'")
+    if max_attempts < 1:
+        raise StorageConfigError(f"s3 blockstore: max_attempts must be at least 1, got {max_attempts}")
 
-    @property
-    def client(self) -> S3Client:
-        """The underlying boto3 client, for operations outside the blockstore interface."""
-        return self._client
 
-    def describe(self) -> str:
-        return f"S3 endpoint {self.endpoint or 'AWS default'} (region {self.region or 'from environment'})"
-
-    def _where(self) -> str:
-        return self.endpoint or "AWS S3"
-
-    def _split(self, uri: str, *, object_key: bool = True) -> tuple[str, str]:
-        parsed = parse_uri(uri)
-        if parsed.scheme != "s3":
-            raise InvalidStorageURI(f"{uri}: S3 blockstore only serves s3:// URIs", uri=uri)
-        if object_key and (not parsed.key or parsed.key.endswith("/")):
-            raise InvalidStorageURI(f"{uri}: names no object key (expected s3://bucket/key)", uri=uri)
-        return parsed.bucket, parsed.key
-
-    def _error(self, exc: BaseException, operation: str, uri: str) -> StorageError:
-        return map_s3_error(exc, operation, uri, self._where())
-
-    def _abort(self, bucket: str, key: str, upload_id: str) -> None:
-        """Abort a multipart upload (writes and copies both start them) so no partial object stays."""
-        # Best effort: if aborting fails too, bucket lifecycle rules clean up incomplete uploads.
-        with contextlib.suppress(Exception):
-            self._client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)
+def connect(
+    *,
+    endpoint: str | None,
+    region: str | None,
+    access_key_id: str | None,
+    secret_access_key: str | None,
+    session_token: str | None,
+    profile: str | None,
+    credentials_file: str | None,
+    force_path_style: bool,
+    max_attempts: int,
+    max_pool_connections: int,
+    connect_timeout: float,
+    read_timeout: float,
+    verify_tls: bool,
+    server_side_encryption: str | None,
+    sse_kms_key_id: str | None,
+) -> tuple[S3Client, NativeS3Requests | None]:
+    """The thread-safe boto3 client of one store, and its obstore requests (object GET, PUT and HEAD, directory
+    listings), or None where a proxy is configured: boto3 then sends everything, honouring the proxy settings."""
+    config = botocore.config.Config(
+        region_name=region,
+        retries={"mode": "standard", "total_max_attempts": max_attempts},
+        s3={"addressing_style": "path" if force_path_style else "auto"},
+        max_pool_connections=max_pool_connections,
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        # Many S3-compatible stores reject the CRC trailers boto3 sends by default since 1.36.
+        request_checksum_calculation="when_required",
+        response_checksum_validation="when_required",
+    )
+    session = boto3.session.Session(
+        aws_access_key_id=access_key_id or None,
+        aws_secret_access_key=secret_access_key or None,
+        aws_session_token=session_token or None,
+        region_name=region,
+        botocore_session=botocore_session(profile or None, credentials_file or None),
+    )
+    client: S3Client = session.client("s3", endpoint_url=endpoint, config=config, verify=None if verify_tls else False)
+    if not access_key_id and session.get_credentials() is None:  # (botocore caches what the chain found)
+        raise StorageConfigError(
+            "s3 blockstore: no credentials: no access_key_id, and the AWS default chain (environment, "
+            "shared files, container or instance role"
+            + (f", profile {profile!r}" if profile else "")
+            + ") found none"
+        )
+    if uses_proxy(client.meta.endpoint_url):
+        return client, None
+    put_headers = {"x-amz-server-side-encryption": server_side_encryption} if server_side_encryption else {}
+    if sse_kms_key_id:
+        put_headers["x-amz-server-side-encryption-aws-kms-key-id"] = sse_kms_key_id
+    direct = NativeS3Requests(
+        session,
+        endpoint=endpoint,
+        region=region,
+        force_path_style=force_path_style,
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        verify_tls=verify_tls,
+        max_attempts=max_attempts,
+        put_headers=put_headers,
+    )
+    return client, direct

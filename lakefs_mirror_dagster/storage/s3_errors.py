@@ -1,6 +1,12 @@
-"""How boto3, botocore and urllib3 errors from S3 map onto the storage error hierarchy."""
+"""How S3's errors map onto the storage error hierarchy, whichever request path met them.
+
+An S3 answer arrives as a botocore ``ClientError`` (boto3) or as a ``native.ErrorResponse`` (obstore, and the
+presigned requests of ``s3_native``); both are read as the same ``S3Answer``, so one mapping serves both paths.
+"""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import botocore.exceptions
 import urllib3.exceptions
@@ -13,10 +19,10 @@ from .errors import (
     StorageError,
     TransientStorageError,
 )
-from .s3_direct import is_transient
+from .native import ErrorResponse
 from .uri import parse_uri
 
-__all__ = ["ACCESS_CODES", "map_s3_error"]
+__all__ = ["ACCESS_CODES", "TRANSIENT_CODES", "S3Answer", "is_transient", "map_s3_error", "s3_answer"]
 
 _NOT_FOUND_CODES = frozenset({"NoSuchKey", "NotFound", "404", "NoSuchVersion"})
 #: Error codes S3 and compatible stores answer when the credentials may not do something.
@@ -34,6 +40,20 @@ ACCESS_CODES = frozenset(
         "AccountProblem",
     }
 )
+#: S3 error codes worth retrying, whatever the HTTP status.
+TRANSIENT_CODES = frozenset(
+    {
+        "SlowDown",
+        "Throttling",
+        "ThrottlingException",
+        "RequestTimeout",
+        "RequestLimitExceeded",
+        "InternalError",
+        "ServiceUnavailable",
+        "XMinioServerNotInitialized",
+        "OperationAborted",
+    }
+)
 _TRANSIENT_ERRORS = (
     urllib3.exceptions.HTTPError,
     ConnectionError,
@@ -47,8 +67,32 @@ _TRANSIENT_ERRORS = (
 )
 
 
+class S3Answer(NamedTuple):
+    """What an S3 error answer says: its HTTP status, error code and message (never request headers)."""
+
+    status: int | None
+    code: str
+    message: str
+
+
+def s3_answer(exc: BaseException) -> S3Answer | None:
+    """The S3 answer ``exc`` carries (boto3's ``ClientError``, obstore's ``ErrorResponse``), None for any other."""
+    if isinstance(exc, ErrorResponse):
+        return S3Answer(exc.status, exc.code, exc.message)
+    if isinstance(exc, botocore.exceptions.ClientError):
+        error = exc.response.get("Error", {})
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        return S3Answer(status, str(error.get("Code", "")), str(error.get("Message", "") or ""))
+    return None
+
+
+def is_transient(status: object, code: str) -> bool:
+    """Whether an S3 error answer may succeed when retried."""
+    return code in TRANSIENT_CODES or status == 429 or (isinstance(status, int) and status >= 500)
+
+
 def map_s3_error(exc: BaseException, operation: str, uri: str, where: str = "") -> StorageError:
-    """Map a boto3/botocore/urllib3 error to the storage hierarchy.
+    """Map an S3 answer, or a boto3/botocore/urllib3/obstore failure, to the storage hierarchy.
 
     Only the S3 error code and message are used: they never contain credentials (the full response can
     carry a string-to-sign, which is not copied).
@@ -56,11 +100,9 @@ def map_s3_error(exc: BaseException, operation: str, uri: str, where: str = "") 
     at = f" at {where}" if where else ""
     if isinstance(exc, StorageError):
         return exc
-    if isinstance(exc, botocore.exceptions.ClientError):
-        error = exc.response.get("Error", {})
-        code = str(error.get("Code", ""))
-        message = str(error.get("Message", "") or "")
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    answer = s3_answer(exc)
+    if answer is not None:
+        status, code, message = answer
         bucket = parse_uri(uri).bucket if "://" in uri else ""
         detail = f"{code}: {message}" if message else code or f"HTTP {status}"
         if code == "NoSuchBucket":

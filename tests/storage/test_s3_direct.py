@@ -10,7 +10,7 @@ import os
 import pytest
 
 from lakefs_mirror_dagster.storage import ObjectNotFound, S3Blockstore, SizeMismatchError, StorageAccessError
-from lakefs_mirror_dagster.storage.s3_direct import uses_proxy
+from lakefs_mirror_dagster.storage.s3_client import uses_proxy
 
 from .conftest import MiB, S3ServerLike, s3_store_for
 
