@@ -16,7 +16,7 @@ through lakeFS's S3 gateway) and a commit. The mirror is created and activated, 
   Then, in the same environment, ``lakefs-mirror sync --once`` of a second, fresh mirror of the same repository
   with the same config: the baseline.
 
-What the daemon did is read back from the Dagster instance (``lakefs_mirror_devenv.dagster_daemon``, the same code
+What the daemon did is read back from the Dagster instance (``lakefs_mirror_devenv.dagster_audit``, the same code
 the tests use).
 
     .venv/bin/python benchmarks/dagster_branches.py [--mode sensor|backfill] [--branches 200]
@@ -59,14 +59,8 @@ from _fixtures import (
 )
 from lakefs_mirror_devenv import Environment
 from lakefs_mirror_devenv.branch_fanout import fan_out_branches
-from lakefs_mirror_devenv.dagster_daemon import (
-    BACKFILL_STAGES,
-    BackfillOutcome,
-    Convergence,
-    backfill_mirror,
-    converge_mirror,
-    stage_table,
-)
+from lakefs_mirror_devenv.dagster_audit import BACKFILL_STAGES, stage_table
+from lakefs_mirror_devenv.dagster_convergence import BackfillOutcome, Convergence, backfill_mirror, converge_mirror
 from lakefs_mirror_devenv.replication_config import config_variant
 
 from lakefs_mirror_dagster.config import load_config, parse_duration

@@ -51,17 +51,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lakefs_mirror_devenv import DEFAULT_REGIONS, Environment, environment_up
-from lakefs_mirror_devenv.dagster_daemon import (
-    RUN_STAGES,
-    TickTimes,
-    dagster_daemon,
-    run_marks,
-    run_stages,
-    sensor_ticks,
-    stage_table,
-    wait_runs_finished,
-    write_instance_config,
-)
+from lakefs_mirror_devenv.dagster_audit import RUN_STAGES, TickTimes, run_marks, run_stages, sensor_ticks, stage_table
+from lakefs_mirror_devenv.dagster_daemon import dagster_daemon, wait_runs_finished, write_instance_config
 from lakefs_mirror_devenv.environment import stop_environment
 from lakefs_mirror_devenv.processes import free_port, pid_alive, start_process, stop_pid
 from lakefs_mirror_devenv.replication_config import config_variant

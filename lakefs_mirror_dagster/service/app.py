@@ -1,8 +1,9 @@
 """The mirror management REST API of the reference (``/service/replication/v1``), as a FastAPI app.
 
 Every route authenticates the caller against the source region's lakeFS, checks the reference's RBAC
-actions, and lets the service layer's exceptions reach one handler: any ``LakeFSMirrorError`` (an expected
-failure) becomes its status with a JSON ``{"message": ...}`` and no traceback; only a bug is a 500 with one.
+actions, and lets the service layer's exceptions reach one handler (``error_handlers.py``): any
+``LakeFSMirrorError`` (an expected failure) becomes its status with a JSON ``{"message": ...}`` and no
+traceback; only a bug is a 500 with one.
 Route functions are plain ``def``: they call blocking code and FastAPI runs them in its thread pool.
 """
 
@@ -17,31 +18,17 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPBasic, HTTPBasicCredentials
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..config import ConfigError
-from ..errors import LakeFSMirrorError
-from ..lakefs import LakeFSBadRequest, LakeFSError, LakeFSNotFound, LakeFSUnauthorized, LakeFSUnavailable
-from ..mirrors import (
-    ConcurrentUpdate,
-    InvalidMirrorSpec,
-    InvalidStateTransition,
-    Mirror,
-    MirrorExists,
-    MirrorNotFound,
-    MirrorsDatabaseError,
-    MirrorState,
-    NamespaceInUse,
-)
+from ..lakefs import LakeFSError, LakeFSUnauthorized, LakeFSUnavailable
+from ..mirrors import Mirror, MirrorNotFound, MirrorState
 from ..region import ReplicationService, describe_storages
-from ..replication import ReplicationError, branch_progress
-from ..storage import InvalidStorageURI, StorageError
+from ..replication import branch_progress
 from . import rbac
 from .api_errors import ApiError
 from .auth import Authenticator, Identity, lakefs_verifier
+from .error_handlers import add_error_handlers
 from .hooks import add_hooks_route
 from .lakefs_front import LakeFSFront
 from .metrics_route import add_metrics_route
@@ -101,47 +88,6 @@ def mirror_json(service: ReplicationService, mirror: Mirror) -> dict[str, Any]:
     ]
     body["log_order"] = service.log_order  # "exact", or why same-second commits may be listed in another order
     return body
-
-
-def _error_response(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"message": message}, status_code=status, headers=dict(headers or {}))
-
-
-def _validation_message(exc: RequestValidationError) -> str:
-    """One line naming every bad field, e.g. ``body.name: String should match pattern ...``."""
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err.get("loc", ()))
-        if err.get("type") == "json_invalid":
-            parts.append(f"malformed JSON body: {err.get('ctx', {}).get('error', 'cannot parse')}")
-        elif err.get("type") == "missing":
-            parts.append(f"{loc}: required field is missing")
-        else:
-            parts.append(f"{loc}: {err.get('msg', 'invalid')} (got {err.get('input')!r})")
-    return "invalid request: " + "; ".join(parts) if parts else "invalid request"
-
-
-def _map_service_error(exc: LakeFSMirrorError) -> ApiError:
-    """The one status per expected failure: the caller's mistake 4xx, an upstream's (lakeFS, a store, the
-    mirrors database) 502/503, and 500 only for one this table does not name."""
-    if isinstance(exc, ApiError):
-        return exc
-    msg = str(exc)
-    if isinstance(exc, LakeFSNotFound):
-        return ApiError(404, msg)
-    if isinstance(exc, ConfigError | InvalidMirrorSpec | LakeFSBadRequest | InvalidStorageURI):
-        return ApiError(400, msg)
-    if isinstance(exc, NamespaceInUse | MirrorExists | ReplicationError | ConcurrentUpdate | InvalidStateTransition):
-        return ApiError(409, msg)
-    if isinstance(exc, MirrorNotFound):
-        return ApiError(404, msg)
-    if isinstance(exc, LakeFSUnavailable | MirrorsDatabaseError):
-        return ApiError(503, msg)
-    if isinstance(exc, StorageError):
-        return ApiError(503 if exc.transient else 502, msg)
-    if isinstance(exc, LakeFSError):
-        return ApiError(502, msg)
-    return ApiError(500, msg)
 
 
 _basic = HTTPBasic(auto_error=False, realm="lakefs-mirror", description="lakeFS access key id and secret")
@@ -227,25 +173,7 @@ def _build(state: _State | None) -> FastAPI:
     )
     app.state.api = state
 
-    @app.exception_handler(LakeFSMirrorError)
-    def _expected(request: Request, exc: LakeFSMirrorError) -> JSONResponse:
-        answer = _map_service_error(exc)
-        if answer.status >= 500:  # worth an operator's look, but expected: one line, no traceback
-            log.warning("%s %s: %s %s", request.method, request.url.path, answer.status, answer.message)
-        return _error_response(answer.status, answer.message, answer.headers)
-
-    @app.exception_handler(RequestValidationError)
-    def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return _error_response(400, _validation_message(exc))
-
-    @app.exception_handler(StarletteHTTPException)
-    def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return _error_response(exc.status_code, str(exc.detail), exc.headers)
-
-    @app.exception_handler(Exception)
-    def _unexpected(_: Request, exc: Exception) -> JSONResponse:
-        log.exception("unexpected error")
-        return _error_response(500, f"internal error: {type(exc).__name__}")
+    add_error_handlers(app)
 
     @app.get("/_health", tags=["health"], summary="Liveness (no authentication)")
     def health() -> dict[str, str]:

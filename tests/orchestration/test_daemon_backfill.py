@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from lakefs_mirror_devenv import Environment
 from lakefs_mirror_devenv.branch_fanout import fan_out_branches
-from lakefs_mirror_devenv.dagster_daemon import backfill_mirror
+from lakefs_mirror_devenv.dagster_convergence import backfill_mirror
 
 from lakefs_mirror_dagster.orchestration.definitions import DEFAULT_LOCATION_NAME
 from lakefs_mirror_dagster.region import ReplicationService

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from lakefs_mirror_devenv import Environment
 from lakefs_mirror_devenv.branch_fanout import fan_out_branches
-from lakefs_mirror_devenv.dagster_daemon import converge_mirror
+from lakefs_mirror_devenv.dagster_convergence import converge_mirror
 
 from lakefs_mirror_dagster.region import ReplicationService
 

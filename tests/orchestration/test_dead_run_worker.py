@@ -22,7 +22,7 @@ from lakefs_mirror_devenv import Environment
 from lakefs_mirror_devenv.dagster_daemon import dagster_daemon, write_instance_config
 
 from lakefs_mirror_dagster.orchestration.launcher import RUN_WORKER_PID_TAG
-from lakefs_mirror_dagster.orchestration.mirroring.commits import MIRROR_TAG
+from lakefs_mirror_dagster.orchestration.mirroring import MIRROR_TAG
 from lakefs_mirror_dagster.region import ReplicationService
 from lakefs_mirror_dagster.replication.failpoints import held_marker
 from lakefs_mirror_dagster.replication.heads import branch_heads

@@ -1,4 +1,4 @@
-"""The hooks listeners of a mirror take turns waiting across the daemon's next loop (``commits._listen``), so
+"""The hooks listeners of a mirror take turns waiting across the daemon's next loop (``hook_listeners.listen``), so
 that, run the way Dagster's sensor daemon runs sensors (a loop every ``DAEMON_LOOP_SECONDS`` that starts the
 tick of every sensor whose last tick has ended), some listener waits at every moment. Time is scaled down and
 the queue stays empty (every tick waits its whole wait)."""
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from lakefs_mirror_dagster.orchestration.mirroring import commits
+from lakefs_mirror_dagster.orchestration.mirroring import hook_listeners
 
 SCALE = 0.2  # 5 s loops become 1 s
 
@@ -24,7 +24,7 @@ def _daemon(listeners: list[str], wait: float, loops: int) -> list[tuple[float, 
 
     def tick(name: str) -> None:
         start = time.monotonic()
-        commits._listen(None, "m", name, start, wait, claim=True)  # type: ignore[arg-type]
+        hook_listeners.listen(None, "m", name, start, wait, claim=True)  # type: ignore[arg-type]
         with lock:
             spans.append((start, time.monotonic()))
 
@@ -34,7 +34,7 @@ def _daemon(listeners: list[str], wait: float, loops: int) -> list[tuple[float, 
             if name not in running or not running[name].is_alive():
                 running[name] = threading.Thread(target=tick, args=(name,))
                 running[name].start()
-        time.sleep(max(0.0, began + (n + 1) * commits.DAEMON_LOOP_SECONDS - time.monotonic()))
+        time.sleep(max(0.0, began + (n + 1) * hook_listeners.DAEMON_LOOP_SECONDS - time.monotonic()))
     for thread in running.values():
         thread.join()
     return [(s - began, e - began) for s, e in spans]
@@ -53,14 +53,14 @@ def _longest_gap(spans: list[tuple[float, float]], start: float, end: float) -> 
 
 @pytest.fixture
 def scaled(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(commits, "DAEMON_LOOP_SECONDS", 5.0 * SCALE)
-    monkeypatch.setattr(commits, "LOOP_MARGIN_SECONDS", 1.5 * SCALE)
+    monkeypatch.setattr(hook_listeners, "DAEMON_LOOP_SECONDS", 5.0 * SCALE)
+    monkeypatch.setattr(hook_listeners, "LOOP_MARGIN_SECONDS", 1.5 * SCALE)
 
     def wait_woken(service: Any, until: float, **_: Any) -> list[Any]:
         time.sleep(max(0.0, until - time.monotonic()))
         return []
 
-    monkeypatch.setattr(commits, "wait_woken", wait_woken)
+    monkeypatch.setattr(hook_listeners, "wait_woken", wait_woken)
 
 
 def test_two_listeners_leave_no_moment_without_a_waiting_tick(scaled: None) -> None:

@@ -10,18 +10,9 @@ from .branch_heads import (
     build_branch_heads_asset,
     mirror_asset_key,
 )
-from .commits import (
-    BRANCH_TAG,
-    MIRROR_TAG,
-    SOURCE_COMMIT_TAG,
-    BranchScan,
-    build_commit_sensor,
-    build_hooks_sensor,
-    commit_sensor_name,
-    hooks_sensor_name,
-    run_key,
-    scan_branches,
-)
+from .branch_scan import BRANCH_TAG, MIRROR_TAG, SOURCE_COMMIT_TAG, BranchScan, run_key, scan_branches
+from .commits import build_commit_sensor, commit_sensor_name
+from .hook_listeners import build_hooks_sensor, hooks_sensor_name
 from .manager import MANAGER_SENSOR_NAME, ManagerReport, build_mirrors_manager_sensor, reconcile_mirrors
 from .spark import SparkValidatorResource
 from .tags import build_tags_asset, tags_asset_key, tags_digest

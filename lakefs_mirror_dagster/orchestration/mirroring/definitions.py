@@ -14,8 +14,9 @@ from ...config import FreshnessConfig, ReplicationConfig
 from ..options import DEFAULT_OPTIONS, MirrorDefsOptions
 from ..reload import Reload
 from .branch_heads import build_branch_heads_asset, build_source_asset
-from .commits import build_commit_sensor, build_hooks_sensor
+from .commits import build_commit_sensor
 from .freshness import build_fresh_check
+from .hook_listeners import build_hooks_sensor
 from .manager import build_mirrors_manager_sensor
 from .tags import build_tags_asset
 
