@@ -1,21 +1,24 @@
 """The mirroring engine: plan, transfer, validate, promote (free of Dagster, usable alone)."""
 
-from .engine import (
-    EngineSettings,
-    MirrorEngine,
-    MirrorRefMoved,
-    RangeTransferer,
-    RangeValidator,
-    RefRecorder,
-    ReplicationError,
-    ValidatedCache,
-    in_process_validator,
-)
+from .engine import MirrorEngine
+from .errors import ReplicationError
 from .gc_deletions import GcResult, GcSettings, mirror_gc_deletions, run_gc_deletions
 from .hook_action import ACTION_PATH, install_hooks
 from .hooks import HOOK_EVENTS, HookEvent, WokenMirror, queue_hook_event, read_woken, sync_woken, wait_woken
 from .in_flight import BranchProgress, branch_progress, in_flight_line
-from .plugs import RefGate
+from .in_process import InProcessTransferer
+from .plug_choice import EnginePlugs, Plugs
+from .plugs import (
+    RangeBatch,
+    RangeTransferer,
+    RangeValidator,
+    RefGate,
+    RefRecorder,
+    SyncingRef,
+    ValidatedCache,
+    in_process_validator,
+)
+from .promotion import MirrorRefMoved
 from .range_changes import RangeChanges, RangeReads, range_changes
 from .range_transfer import RangeSource, RangeTransferSummary, transfer_range
 from .results import (
@@ -31,6 +34,7 @@ from .results import (
 )
 from .retry import BranchBlock, RetrySchedule, pending_block
 from .service import RETIRING, ReplicationService
+from .settings import EngineSettings
 from .source import ApiObjectReader, RepositorySource, SourceReader
 from .storages import StorageDescription, describe_storages, missing_stores
 from .sync_loop import ScheduledPass, sync_passes, wait_for_pass
@@ -46,15 +50,19 @@ __all__ = [
     "BlockReason",
     "BranchBlock",
     "BranchProgress",
+    "EnginePlugs",
     "EngineSettings",
     "GcResult",
     "GcSettings",
     "HookEvent",
+    "InProcessTransferer",
     "MirrorEngine",
     "MirrorPlan",
     "MirrorRefMoved",
     "MirrorSyncResult",
     "PlannedRef",
+    "Plugs",
+    "RangeBatch",
     "RangeChanges",
     "RangeReads",
     "RangeSource",
@@ -76,6 +84,7 @@ __all__ = [
     "StorageDescription",
     "SyncPass",
     "SyncPassListener",
+    "SyncingRef",
     "TransferStats",
     "ValidatedCache",
     "WokenMirror",
