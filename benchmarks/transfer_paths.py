@@ -26,8 +26,9 @@ from lakefs_mirror_devenv import RegionSpec
 
 from lakefs_mirror_dagster.config import SparkConfig, parse_store
 from lakefs_mirror_dagster.lakefs import Commit, LakeFSClient
-from lakefs_mirror_dagster.replication import TransferStats, read_metarange
-from lakefs_mirror_dagster.replication.engine import RangeBatch
+from lakefs_mirror_dagster.replication import RangeBatch, SyncingRef, TransferStats
+from lakefs_mirror_dagster.replication.progress import ProgressReporter
+from lakefs_mirror_dagster.replication.validation import read_metarange
 from lakefs_mirror_dagster.spark.session import LazySparkSession, spark_session_config
 from lakefs_mirror_dagster.spark.transfer import SparkRangeTransferer, TransferTarget, transfer_partition
 from lakefs_mirror_dagster.storage import StoreSpec, build_blockstore
@@ -49,7 +50,7 @@ def _fit(points: list[tuple[int, float]]) -> tuple[float, float]:
 def _in_process(secrets: dict[str, Any], target: TransferTarget) -> Any:
     """A Spark task's work (``transfer_partition``), run here over the whole batch."""
 
-    def run(batch: RangeBatch, commit: Commit, stats: TransferStats) -> None:
+    def run(batch: RangeBatch, commit: Commit, stats: TransferStats, _ref: SyncingRef) -> None:
         for summary in transfer_partition(secrets, target, commit.id, batch.items()):
             summary.add_to(stats)
 
@@ -110,7 +111,8 @@ def main() -> int:
                     )
                     stats = TransferStats()
                     t0 = time.monotonic()
-                    transferer(dict.fromkeys(range_ids, ()), commit, stats)
+                    ref = SyncingRef(f"benchmark {path}", ProgressReporter(repo))
+                    transferer(dict.fromkeys(range_ids, ()), commit, stats, ref)
                     seconds = time.monotonic() - t0
                     assert stats.failed_object_count == 0, stats.failed_objects
                     results[path].append((stats.objects_copied, seconds))

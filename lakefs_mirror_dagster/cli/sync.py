@@ -28,10 +28,10 @@ def _sync(args: argparse.Namespace) -> int:
     session = None
     if args.spark or config.spark.transfer_enabled:  # big plans copy in Spark tasks; the session starts on first use
         from ..spark.session import LazySparkSession, spark_session_config
-        from ..spark.wiring import SparkTransferService
+        from ..spark.wiring import SparkPlugs
 
         session = LazySparkSession(spark_session_config(config.spark, app_name="lakefs-mirror-transfer"))
-        service: ReplicationService = SparkTransferService(config, session)
+        service = ReplicationService(config, plugs=SparkPlugs(config, session, transfer=True))
     else:
         service = ReplicationService(config)
     if args.mirror:

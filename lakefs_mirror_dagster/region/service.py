@@ -29,11 +29,10 @@ from ..mirrors import (
 )
 from ..mirrors.inputs import mirror_row
 from ..replication import (
+    EnginePlugs,
     EngineSettings,
     MirrorEngine,
     MirrorSyncResult,
-    RangeTransferer,
-    RangeValidator,
     RefAction,
     RefKind,
     RefResult,
@@ -79,10 +78,14 @@ def store_spec(config: ReplicationConfig, store: StoreConfig) -> StoreSpec:
 
 
 class ReplicationService:
-    """Builds and caches clients and stores; creates, lists and syncs the mirrors this region serves."""
+    """Builds and caches clients and stores; creates, lists and syncs the mirrors this region serves. ``plugs``
+    chooses the transfer and validation plugs of every engine it builds (default: the in-process ones)."""
 
-    def __init__(self, config: ReplicationConfig, *, mirrors: MirrorsDatabase | None = None) -> None:
+    def __init__(
+        self, config: ReplicationConfig, *, mirrors: MirrorsDatabase | None = None, plugs: EnginePlugs | None = None
+    ) -> None:
         self.config = config
+        self.plugs = plugs
         opened = mirrors is None
         if mirrors is None:
             mirrors = open_mirrors_database(config.mirrors_database)
@@ -152,51 +155,36 @@ class ReplicationService:
         return self._stores[key]
 
     def engine_settings(self) -> EngineSettings:
-        return EngineSettings(
-            concurrency=self.config.transfer.concurrency,
-            max_bytes_in_flight=self.config.transfer.max_bytes_in_flight,
-            max_bytes_per_second=self.config.transfer.max_bytes_per_second,
-            strict_full_addresses=self.config.transfer.strict_full_addresses,
-            list_page_size=self.config.commit_sensor.list_branch_page_size,
-            validator_workers=self.config.validator.num_workers,
-            copy_objects=self.config.transfer.mode == "copy",
-            log_page_size=self.config.commit_sensor.log_commit_page_size,
-            branch_workers=self.config.commit_sensor.branches_scanner_concurrency_limit,
-        )
+        return EngineSettings.from_config(self.config)
 
-    def engine_for(
-        self,
-        mirror: Mirror,
-        *,
-        validator: RangeValidator | None = None,
-        transferer: RangeTransferer | None = None,
-    ) -> MirrorEngine:
-        """The engine that replicates ``mirror`` (run in the mirror's destination region)."""
+    def ends(self, mirror: Mirror) -> tuple[RepositorySource, LakeFSClient, Blockstore]:
+        """What ``mirror``'s engine and scrubber work on: its source repository, and its lakeFS and store in this
+        region (the mirror's destination region; ``ReplicationError`` for a mirror of another region)."""
         if mirror.destination_region != self.config.region:
             raise ReplicationError(
                 f"mirror {mirror.name} lives in region {mirror.destination_region}; this service is region "
                 f"{self.config.region} and only syncs mirrors into its own region"
             )
-        src_client = self.client(mirror.source_region)
-        src_repo = src_client.get_repository(mirror.source_repository)
-        source = RepositorySource(
-            src_client,
-            mirror.source_repository,
-            src_repo.storage_namespace,
-            store=self.source_store(mirror.source_region),
-        )
+        src, repo = self.client(mirror.source_region), mirror.source_repository
+        namespace = src.get_repository(repo).storage_namespace
+        source = RepositorySource(src, repo, namespace, store=self.source_store(mirror.source_region))
+        return source, self.client(mirror.destination_region), self.destination_store(mirror.storage_id)
+
+    def engine_for(self, mirror: Mirror, *, plugs: EnginePlugs | None = None) -> MirrorEngine:
+        """The engine that replicates ``mirror``, its transfer and validation chosen by ``plugs`` (or the service's)."""
+        source, destination, store = self.ends(mirror)
+        choose = plugs or self.plugs
         engine = MirrorEngine(
             source=source,
-            destination=self.client(mirror.destination_region),
+            destination=destination,
             mirror_repo=mirror.name,
-            destination_store=self.destination_store(mirror.storage_id),
+            destination_store=store,
             destination_storage_id=mirror.storage_id,
             destination_namespace=mirror.storage_namespace,
             validated=self.mirrors,
             validation_key=validation_key(mirror, strict=self.config.transfer.strict_full_addresses),
             settings=self.engine_settings(),
-            validator=validator,
-            transferer=transferer,
+            plugs=functools.partial(choose, mirror) if choose is not None else None,
             recorder=functools.partial(self.record_ref, mirror),
             in_flight=self.mirrors,
             mirror_id=mirror.id,
@@ -350,16 +338,17 @@ class ReplicationService:
 
     def scrubber(self, name: str) -> Scrubber:
         """The scrubber of this region's mirror ``name`` (``scrub.py``); ``MirrorNotFound`` otherwise."""
-        engine = self.engine_for(self.mirror_named(name))
+        mirror = self.mirror_named(name)
+        (source, destination, store), settings = self.ends(mirror), self.engine_settings()
         return Scrubber(
-            mirror_repo=engine.mirror_repo,
-            destination=engine.destination,
-            destination_store=engine.dst_store,
-            destination_namespace=engine.dst_ns,
-            source=engine.source,
-            concurrency=engine.settings.concurrency,
-            max_bytes_in_flight=engine.settings.max_bytes_in_flight,
-            page_size=engine.settings.list_page_size,
+            mirror_repo=mirror.name,
+            destination=destination,
+            destination_store=store,
+            destination_namespace=mirror.storage_namespace,
+            source=source,
+            concurrency=settings.concurrency,
+            max_bytes_in_flight=settings.max_bytes_in_flight,
+            page_size=settings.list_page_size,
         )
 
     def sync(

@@ -1,18 +1,21 @@
 """The mirroring engine of one mirror: plan, transfer, validate, promote (free of Dagster, usable alone)."""
 
-from .engine import (
-    EngineSettings,
-    MirrorEngine,
-    MirrorRefMoved,
+from .engine import MirrorEngine
+from .errors import ReplicationError
+from .in_flight import BranchProgress, branch_progress, in_flight_line
+from .in_process import InProcessTransferer
+from .plug_choice import EnginePlugs, Plugs
+from .plugs import (
+    RangeBatch,
     RangeTransferer,
     RangeValidator,
+    RefGate,
     RefRecorder,
-    ReplicationError,
+    SyncingRef,
     ValidatedCache,
     in_process_validator,
 )
-from .in_flight import BranchProgress, branch_progress, in_flight_line
-from .plugs import RefGate
+from .promotion import MirrorRefMoved
 from .range_changes import RangeChanges, RangeReads, range_changes
 from .range_transfer import RangeSource, RangeTransferSummary, transfer_range
 from .results import (
@@ -26,6 +29,7 @@ from .results import (
     SyncPassListener,
     TransferStats,
 )
+from .settings import EngineSettings
 from .source import ApiObjectReader, RepositorySource, SourceReader
 from .validation import RangeValidation, metadata_uri, read_metarange, validate_range
 
@@ -34,10 +38,14 @@ __all__ = [
     "ApiObjectReader",
     "BlockReason",
     "BranchProgress",
+    "EnginePlugs",
     "EngineSettings",
+    "InProcessTransferer",
     "MirrorEngine",
     "MirrorRefMoved",
     "MirrorSyncResult",
+    "Plugs",
+    "RangeBatch",
     "RangeChanges",
     "RangeReads",
     "RangeSource",
@@ -55,6 +63,7 @@ __all__ = [
     "SourceReader",
     "SyncPass",
     "SyncPassListener",
+    "SyncingRef",
     "TransferStats",
     "ValidatedCache",
     "branch_progress",

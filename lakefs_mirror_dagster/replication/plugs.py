@@ -1,15 +1,20 @@
 """What plugs into a ``MirrorEngine``: the validated-files cache, the range validator, the range transferer and the
-ref recorder. Each has an in-process default here or in the engine; the Spark wing and the service supply others."""
+ref recorder, and the ref a transfer works for (``SyncingRef``). Each plug has an in-process default here or in
+``in_process.py``; the Spark wing and the service supply others."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Protocol
 
 from ..lakefs import Commit
-from ..storage import Blockstore
+from ..storage import Blockstore, CopyResult
+from .failpoints import failpoint
+from .progress import ProgressReporter
 from .range_changes import RangeReads
+from .read_ahead import RangeReadAhead
 from .results import RefKind, RefResult, TransferStats
 from .validation import RangeValidation, validate_range
 
@@ -19,8 +24,10 @@ __all__ = [
     "RangeValidator",
     "RefGate",
     "RefRecorder",
+    "SyncingRef",
     "ValidatedCache",
     "in_process_validator",
+    "ref_label",
 ]
 
 
@@ -42,9 +49,35 @@ RangeBatch = Mapping[str, Sequence[str]]
 #: Validates a batch of ranges at the destination: in-process threads, or Spark tasks.
 RangeValidator = Callable[[RangeBatch], list[RangeValidation]]
 
-#: Copies the objects of a batch of new ranges (read at ``commit``) and then writes each range file whose
-#: objects all arrived; adds its counts and failures to the stats. In-process (the engine's pool) or Spark tasks.
-RangeTransferer = Callable[[RangeBatch, Commit, TransferStats], None]
+
+
+def ref_label(kind: RefKind, name: str) -> str:
+    """``"<kind> <name>"``: how progress names a ref in flight."""
+    return f"{kind} {name}"
+
+
+@dataclass(frozen=True)
+class SyncingRef:
+    """The ref whose history is being transferred, handed down from where its transfer starts to each batch's
+    transferer. Branch workers sync several refs at once, so none of this is kept on the engine."""
+
+    #: ``ref_label``: the ref whose progress the copied objects count towards.
+    label: str
+    progress: ProgressReporter
+    #: The current metarange's range files, some being read ahead already; set only when the engine's own
+    #: in-process transfer is its transferer (any other transferer reads them itself).
+    ahead: RangeReadAhead | None = None
+
+    def object_done(self, result: CopyResult) -> None:
+        """Each object the copy pool finished for this ref: a failpoint for the fault suite, a tick of progress."""
+        failpoint("after_object_copy")
+        self.progress.object_done(0 if result.method == "skipped" else result.size, ref=self.label)
+
+
+#: Copies the objects of a batch of new ranges (read at ``commit``, for the ref being synced) and then writes each
+#: range file whose objects all arrived; adds its counts and failures to the stats. In-process (``in_process.py``)
+#: or Spark tasks.
+RangeTransferer = Callable[[RangeBatch, Commit, TransferStats, SyncingRef], None]
 
 #: Called with every ref result the engine produces (the service records branch states in the mirrors database),
 #: whichever caller ran the sync: the CLI's loop, the REST service or a Dagster run.

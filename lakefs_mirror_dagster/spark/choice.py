@@ -13,8 +13,7 @@ from collections.abc import Callable, Sequence
 
 from ..graveler import iter_range_refs, verify_range_file
 from ..lakefs import Commit
-from ..replication import RangeReads, RangeTransferer, TransferStats, range_changes
-from ..replication.engine import RangeBatch
+from ..replication import RangeBatch, RangeReads, RangeTransferer, SyncingRef, TransferStats, range_changes
 from ..replication.validation import base_reader
 from ..storage import Blockstore
 
@@ -108,11 +107,11 @@ class ThresholdTransferer:
         self.last_object_count = self.count_objects(batch, commit)
         return PATH_SPARK if self.last_object_count >= self.threshold else PATH_IN_PROCESS
 
-    def __call__(self, batch: RangeBatch, commit: Commit, stats: TransferStats) -> None:
+    def __call__(self, batch: RangeBatch, commit: Commit, stats: TransferStats, ref: SyncingRef) -> None:
         path = self.choose(batch, commit)
         with self._lock:
             self.last_choice = path
             self.choices[path] += 1
         stats.note_path(path)
         log.info("transferring %d range(s), %d object(s): %s", len(batch), self.last_object_count, path)
-        (self.spark if path == PATH_SPARK else self.in_process)(batch, commit, stats)
+        (self.spark if path == PATH_SPARK else self.in_process)(batch, commit, stats, ref)

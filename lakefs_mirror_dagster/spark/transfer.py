@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..lakefs import Commit, LakeFSClient
-from ..replication import RangeTransferSummary, SourceReader, TransferStats, transfer_range
-from ..replication.engine import RangeBatch
+from ..replication import RangeBatch, RangeTransferSummary, SourceReader, SyncingRef, TransferStats, transfer_range
 from ..replication.failpoints import failpoint
 from ..storage import DEFAULT_MAX_BYTES_IN_FLIGHT, TokenBucket, TransferPool
 from .errors import SparkTransferError
@@ -116,7 +115,8 @@ class SparkRangeTransferer:
         self.max_partitions = max_partitions
         self.summaries: list[RangeTransferSummary] = []
 
-    def __call__(self, batch: RangeBatch, commit: Commit, stats: TransferStats) -> None:
+    def __call__(self, batch: RangeBatch, commit: Commit, stats: TransferStats, ref: SyncingRef) -> None:
+        """The batch on Spark; ``ref``'s progress does not count the objects of its tasks one by one."""
         ids = list(batch)
         if not ids:
             return

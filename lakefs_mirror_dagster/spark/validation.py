@@ -17,8 +17,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..replication import RangeValidation, in_process_validator, validate_range
-from ..replication.engine import RangeBatch
+from ..replication import RangeBatch, RangeValidation, in_process_validator, validate_range
 from .errors import SparkValidationError
 
 if TYPE_CHECKING:

@@ -1,5 +1,6 @@
-"""The one function that puts Spark into a ``MirrorEngine``: ``use_spark``. The CLI (``sync --spark``, through
-``SparkTransferService``) and the Dagster resource both call it, so both paths choose and report the same way."""
+"""The Spark wing's plugs for a ``MirrorEngine``: ``SparkPlugs``, an ``EnginePlugs`` chosen before each engine is
+built. The CLI (``sync --spark``) and the Dagster resource both hand one to the service, so both paths choose and
+report the same way."""
 
 from __future__ import annotations
 
@@ -10,14 +11,13 @@ from typing import Any
 
 from ..config import ReplicationConfig
 from ..mirrors import Mirror
-from ..region import ReplicationService
 from ..region.service import store_spec
-from ..replication import MirrorEngine, RangeTransferer, RangeValidator
+from ..replication import InProcessTransferer, Plugs
 from .choice import ThresholdTransferer, changed_object_counter
 from .transfer import SparkRangeTransferer, TransferTarget
 from .validation import SparkRangeValidator
 
-__all__ = ["SparkTransferService", "SparkUse", "ValidationOnSpark", "spark_transferer_for", "use_spark"]
+__all__ = ["SparkPlugs", "SparkUse", "ValidationOnSpark", "spark_transferer_for", "spark_validator_for"]
 
 
 @dataclass(frozen=True)
@@ -30,15 +30,14 @@ class ValidationOnSpark:
 
 @dataclass
 class SparkUse:
-    """What ``use_spark`` put into an engine (each None when that part stays in-process)."""
+    """What ``SparkPlugs`` chose for one engine (each None when that part stays in-process)."""
 
     transferer: ThresholdTransferer | None = None
     validator: SparkRangeValidator | None = None
 
 
-def _secrets_for(service: ReplicationService, mirror: Mirror) -> dict[str, Any]:
+def _secrets_for(config: ReplicationConfig, mirror: Mirror) -> dict[str, Any]:
     """Store settings (and source API keys when the source's store is not configured) for the tasks."""
-    config = service.config
     secrets: dict[str, Any] = {"destination_store": store_spec(config, config.store_by_id(mirror.storage_id))}
     src_store = config.source_store_for(mirror.source_region)
     if src_store is not None:
@@ -54,12 +53,11 @@ def _secrets_for(service: ReplicationService, mirror: Mirror) -> dict[str, Any]:
 
 
 def spark_transferer_for(
-    service: ReplicationService, mirror: Mirror, engine: MirrorEngine, session: Callable[[], Any]
+    config: ReplicationConfig, mirror: Mirror, in_process: InProcessTransferer, session: Callable[[], Any]
 ) -> ThresholdTransferer:
     """The transferer for ``mirror``'s engine: Spark tasks at or above ``spark.transfer_threshold_objects``
-    objects, the engine's own ``transfer_ranges`` below it. It reads the source as the engine does."""
-    config = service.config
-    source = engine.source
+    objects, the engine's own ``in_process`` transfer below it. It reads the source as the engine does."""
+    source = in_process.source
     target = TransferTarget(
         repository=source.repository,
         source_namespace=source.storage_namespace,
@@ -69,27 +67,26 @@ def spark_transferer_for(
         max_bytes_per_second=config.transfer.max_bytes_per_second,
     )
     spark_path = SparkRangeTransferer(
-        session, _secrets_for(service, mirror), target, max_partitions=config.spark.transfer_max_partitions
+        session, _secrets_for(config, mirror), target, max_partitions=config.spark.transfer_max_partitions
     )
     return ThresholdTransferer(
         spark=spark_path,
-        in_process=engine.transfer_ranges,
+        in_process=in_process,
         count_objects=changed_object_counter(
             functools.partial(source.read_metadata, "meta_range"),
             functools.partial(source.read_metadata, "range"),
-            engine.dst_store,
-            engine.dst_ns,
-            engine.range_reads,
+            in_process.store,
+            in_process.namespace,
+            in_process.reads,
         ),
         threshold=config.spark.transfer_threshold_objects,
     )
 
 
 def spark_validator_for(
-    service: ReplicationService, mirror: Mirror, session: Callable[[], Any], validation: ValidationOnSpark
+    config: ReplicationConfig, mirror: Mirror, session: Callable[[], Any], validation: ValidationOnSpark
 ) -> SparkRangeValidator:
     """A validator for ``mirror``'s destination store and namespace whose big batches run on Spark."""
-    config = service.config
     return SparkRangeValidator(
         session,
         store_spec(config, config.store_by_id(mirror.storage_id)),
@@ -101,46 +98,31 @@ def spark_validator_for(
     )
 
 
-def use_spark(
-    service: ReplicationService,
-    mirror: Mirror,
-    engine: MirrorEngine,
-    session: Callable[[], Any],
-    *,
-    transfer: bool,
-    validation: ValidationOnSpark | None,
-) -> SparkUse:
-    """Copy big batches on Spark (``transfer``) and/or validate on Spark (``validation``); the session starts
-    on the first batch that needs it, never for small commits. An engine in ``transfer.mode: external`` copies
-    no objects, so it keeps its own transferer (the range files only) whatever ``transfer`` says."""
-    use = SparkUse()
-    if transfer and engine.copy_objects:
-        use.transferer = spark_transferer_for(service, mirror, engine, session)
-        engine.transferer = use.transferer
-    if validation is not None:
-        use.validator = spark_validator_for(service, mirror, session, validation)
-        engine.validator = use.validator
-    return use
+class SparkPlugs:
+    """An ``EnginePlugs``: copy big batches on Spark (``transfer``) and/or validate on Spark (``validation``);
+    the session starts on the first batch that needs it, never for small commits. An engine in ``transfer.mode:
+    external`` copies no objects, so it keeps its own transferer (the range files only) whatever ``transfer``
+    says. ``uses`` keeps what was chosen for each mirror's engine (by mirror name), for reports."""
 
-
-class SparkTransferService(ReplicationService):
-    """A ``ReplicationService`` whose engines transfer on Spark (above the threshold): what ``sync --spark`` runs."""
-
-    def __init__(self, config: ReplicationConfig, session: Callable[[], Any], **kwargs: Any) -> None:
-        super().__init__(config, **kwargs)
-        self.session = session
-        self.transferers: dict[str, ThresholdTransferer] = {}
-
-    def engine_for(
+    def __init__(
         self,
-        mirror: Mirror,
+        config: ReplicationConfig,
+        session: Callable[[], Any],
         *,
-        validator: RangeValidator | None = None,
-        transferer: RangeTransferer | None = None,
-    ) -> MirrorEngine:
-        engine = super().engine_for(mirror, validator=validator, transferer=transferer)
-        if transferer is None:
-            use = use_spark(self, mirror, engine, self.session, transfer=True, validation=None)
-            if use.transferer is not None:
-                self.transferers[mirror.name] = use.transferer
-        return engine
+        transfer: bool,
+        validation: ValidationOnSpark | None = None,
+    ) -> None:
+        self.config = config
+        self.session = session
+        self.transfer = transfer
+        self.validation = validation
+        self.uses: dict[str, SparkUse] = {}
+
+    def __call__(self, mirror: Mirror, in_process: InProcessTransferer) -> Plugs:
+        use = SparkUse()
+        if self.transfer and in_process.copy_objects:
+            use.transferer = spark_transferer_for(self.config, mirror, in_process, self.session)
+        if self.validation is not None:
+            use.validator = spark_validator_for(self.config, mirror, self.session, self.validation)
+        self.uses[mirror.name] = use
+        return Plugs(transferer=use.transferer, validator=use.validator)

@@ -17,6 +17,7 @@ import dataclasses
 import io
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
+from unittest import mock
 
 import pytest
 
@@ -87,12 +88,18 @@ def _mirror(rig: FaultRig, pair: MirrorPair) -> Mirror:
 
 
 def _engine(rig: FaultRig, pair: MirrorPair, *, store: Blockstore | None = None) -> MirrorEngine:
-    """The region's engine for this mirror; ``store`` replaces the store it writes to (it still validates by
-    reading the real destination store)."""
-    engine = rig.service(DST).engine_for(_mirror(rig, pair))
-    if store is not None:
-        engine.dst_store = store
-    return engine
+    """The region's engine for this mirror; ``store`` replaces the store it is built with, so it writes there
+    (``CorruptingStore`` reads the real destination store, so validation sees what was stored)."""
+    service, mirror = rig.service(DST), _mirror(rig, pair)
+    if store is None:
+        return service.engine_for(mirror)
+    with mock.patch.object(service, "destination_store", return_value=store):
+        return service.engine_for(mirror)
+
+
+def _destination_store(rig: FaultRig, pair: MirrorPair) -> Blockstore:
+    """The store the region's engine for this mirror writes to."""
+    return rig.service(DST).destination_store(_mirror(rig, pair).storage_id)
 
 
 def _head(client: LakeFSClient, repo: str, branch: str) -> str | None:
@@ -109,7 +116,7 @@ def test_metadata_file_damaged_in_transit_blocks_promotion_and_is_copied_again(r
         is_metadata = "/_lakefs/" in uri
         return is_metadata and (uri == metarange_uri) == (which == "metarange")
 
-    store = CorruptingStore(_engine(rig, pair).dst_store, damage)
+    store = CorruptingStore(_destination_store(rig, pair), damage)
     result = _engine(rig, pair, store=store).sync()
     main = next(r for r in result.refs if r.name == "main")
     assert store.damaged, "nothing was damaged: the test did not exercise the check"
@@ -180,7 +187,7 @@ def test_range_damaged_at_destination_is_caught_when_a_later_commit_reuses_it(ri
 def test_object_damaged_in_transit_is_caught(rig: FaultRig) -> None:
     pair = rig.new_pair("objrot")
     head = _commit(pair, "main", {f"data/o-{i}.bin": 700 + i for i in range(4)}, "four objects")
-    store = CorruptingStore(_engine(rig, pair).dst_store, lambda uri: "/_lakefs/" not in uri)
+    store = CorruptingStore(_destination_store(rig, pair), lambda uri: "/_lakefs/" not in uri)
     result = _engine(rig, pair, store=store).sync()
     assert store.damaged, "nothing was damaged: the test did not exercise the check"
     main = next(r for r in result.refs if r.name == "main")

@@ -56,14 +56,14 @@ def test_one_run_syncs_many_branches_with_a_check_per_branch(mirror_case: Mirror
     class LosingBadsObject(SparkValidatorResource):
         def engine_for(self, service, mirror, **kwargs):  # type: ignore[no-untyped-def]
             engine, spark = super().engine_for(service, mirror, **kwargs)
-            inner, store = engine.validator, service.destination_store(mirror.storage_id)
+            inner, store = engine.history.validator, service.destination_store(mirror.storage_id)
 
             def validate(range_ids):  # type: ignore[no-untyped-def]
                 if store.stat(victim) is not None:
                     store.delete(victim)
                 return inner(range_ids)
 
-            engine.validator = validate
+            engine.history.validator = validate
             return engine, spark
 
     resources = {**dict(defs.resources or {}), DEFAULT_OPTIONS.spark_resource_key: LosingBadsObject(**base.__dict__)}

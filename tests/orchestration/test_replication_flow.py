@@ -166,7 +166,7 @@ def test_missing_destination_object_fails_validation_and_blocks_promotion(mirror
 
         def engine_for(self, service, mirror, **kwargs):  # type: ignore[no-untyped-def]
             engine, spark = super().engine_for(service, mirror, **kwargs)
-            inner = engine.validator
+            inner = engine.history.validator
             store = service.destination_store(mirror.storage_id)
 
             def validate(range_ids):  # type: ignore[no-untyped-def]
@@ -175,7 +175,7 @@ def test_missing_destination_object_fails_validation_and_blocks_promotion(mirror
                 deleted.append(victim.uri)
                 return inner(range_ids)
 
-            engine.validator = validate
+            engine.history.validator = validate
             return engine, spark
 
     instance.add_dynamic_partitions(branch_partitions_name(name), ["main"])

@@ -100,7 +100,7 @@ def test_a_tag_whose_commit_fails_validation_is_not_created(mirror_case: MirrorC
 
         def engine_for(self, service, mirror, **kwargs):  # type: ignore[no-untyped-def]
             engine, spark = super().engine_for(service, mirror, **kwargs)
-            inner = engine.validator
+            inner = engine.history.validator
             store = service.destination_store(mirror.storage_id)
             prefix = join_namespace(mirror.storage_namespace, "data/")
             seen: list[set[str]] = []
@@ -114,7 +114,7 @@ def test_a_tag_whose_commit_fails_validation_is_not_created(mirror_case: MirrorC
                 seen.append(present)
                 return inner(range_ids)
 
-            engine.validator = validate
+            engine.history.validator = validate
             return engine, spark
 
     resources = {**dict(defs.resources or {}), "lakefs_mirror_spark": LosingTheSecondCommitsObject(**base.__dict__)}

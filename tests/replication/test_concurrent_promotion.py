@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from lakefs_mirror_dagster.replication.engine import PreparedRef
+from lakefs_mirror_dagster.replication.history import PreparedRef
 
 from .conftest import content
 

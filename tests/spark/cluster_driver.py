@@ -1,7 +1,7 @@
 """A Spark driver process for the cluster tests: one sync of one mirror, transfer and validation on Spark.
 
 ``python -m tests.spark.cluster_driver CONFIG MIRROR OUT`` loads the replication config (whose ``spark.master``
-names the cluster), wires Spark into each engine with ``use_spark`` exactly as a Dagster run's
+names the cluster), builds each engine with ``SparkPlugs`` exactly as a Dagster run's
 ``SparkValidatorResource`` does (transfer above ``spark.transfer_threshold_objects`` objects, validation from
 ``spark.validation_threshold_ranges`` ranges), syncs the mirror once and writes OUT as JSON: the results,
 which paths ran, and what the driver's UI showed while the application was still running (its environment
@@ -19,30 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from lakefs_mirror_dagster.config import ReplicationConfig, load_config
-from lakefs_mirror_dagster.mirrors import Mirror
 from lakefs_mirror_dagster.region import ReplicationService
-from lakefs_mirror_dagster.replication import MirrorEngine, RangeTransferer, RangeValidator
 from lakefs_mirror_dagster.spark.session import LazySparkSession, spark_session_config
-from lakefs_mirror_dagster.spark.wiring import SparkUse, ValidationOnSpark, use_spark
+from lakefs_mirror_dagster.spark.wiring import SparkPlugs, ValidationOnSpark
 
 __all__ = ["main"]
 
 
-class SparkEverywhereService(ReplicationService):
+def spark_everywhere(config: ReplicationConfig, session: Callable[[], Any]) -> SparkPlugs:
     """Engines that transfer and validate on Spark (each above its threshold), as a Dagster run's do."""
-
-    def __init__(self, config: ReplicationConfig, session: Callable[[], Any]) -> None:
-        super().__init__(config)
-        self.session = session
-        self.uses: dict[str, SparkUse] = {}
-
-    def engine_for(
-        self, mirror: Mirror, *, validator: RangeValidator | None = None, transferer: RangeTransferer | None = None
-    ) -> MirrorEngine:
-        engine = super().engine_for(mirror, validator=validator, transferer=transferer)
-        validation = ValidationOnSpark(num_partitions=2, min_ranges=self.config.spark.validation_threshold_ranges)
-        self.uses[mirror.name] = use_spark(self, mirror, engine, self.session, transfer=True, validation=validation)
-        return engine
+    validation = ValidationOnSpark(num_partitions=2, min_ranges=config.spark.validation_threshold_ranges)
+    return SparkPlugs(config, session, transfer=True, validation=validation)
 
 
 def _ui(session: Any, page: str) -> Any:
@@ -55,11 +42,12 @@ def _ui(session: Any, page: str) -> Any:
 def main(config_path: str, mirror: str, out: str) -> int:
     config = load_config(Path(config_path))
     session = LazySparkSession(spark_session_config(config.spark, app_name="lakefs-mirror-cluster-test"))
-    service = SparkEverywhereService(config, session)
+    plugs = spark_everywhere(config, session)
+    service = ReplicationService(config, plugs=plugs)
     report: dict[str, Any] = {}
     try:
         results = service.sync(name=mirror)
-        use = service.uses.get(mirror)
+        use = plugs.uses.get(mirror)
         report["results"] = [r.to_json() for r in results]
         report["transfer_choices"] = dict(use.transferer.choices) if use and use.transferer else {}
         report["validation_paths"] = sorted(use.validator.paths) if use and use.validator else []

@@ -14,7 +14,7 @@ import yaml
 
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.region import ReplicationService
-from lakefs_mirror_dagster.spark.wiring import SparkTransferService
+from lakefs_mirror_dagster.spark.wiring import SparkPlugs
 from tests.replication.conftest import config_path, service_for
 
 from .cluster import StandaloneCluster, start_standalone_cluster
@@ -28,12 +28,12 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 @pytest.fixture
 def spark_service(
     config_path: Callable[[str], Path], tmp_path: Path, spark: Any
-) -> Iterator[Callable[..., SparkTransferService]]:
+) -> Iterator[Callable[..., ReplicationService]]:
     """``spark_service(region, source_store_of=None, **spark_fields)``: region's service transferring on Spark,
     with its config's ``spark`` section extended and, optionally, direct access to another region's store."""
     built: list[ReplicationService] = []
 
-    def make(region: str, *, source_store_of: str | None = None, **spark_fields: Any) -> SparkTransferService:
+    def make(region: str, *, source_store_of: str | None = None, **spark_fields: Any) -> ReplicationService:
         data = yaml.safe_load(config_path(region).read_text())
         data["spark"] = {**data.get("spark", {}), **spark_fields}
         if source_store_of is not None:
@@ -41,7 +41,8 @@ def spark_service(
             data["source_stores"] = {source_store_of: src["blockstore"]}
         path = tmp_path / f"replication-{region}-{len(built)}.yaml"
         path.write_text(yaml.safe_dump(data))
-        service = SparkTransferService(load_config(path, env={}), lambda: spark)
+        config = load_config(path, env={})
+        service = ReplicationService(config, plugs=SparkPlugs(config, lambda: spark, transfer=True))
         built.append(service)
         return service
 

@@ -54,7 +54,7 @@ def test_twenty_thousand_objects_in_four_ranges_are_mirrored_through_spark(
     assert big.stats.objects_copied == 20_000 and big.stats.failed_object_count == 0
     assert big.stats.bytes_copied == sum(size for _, size in objects.values())
     assert big.stats.ranges_transferred == 4
-    transferer = service.transferers[name]
+    transferer = service.plugs.uses[name].transferer
     assert transferer.choices["spark"] == 1 and transferer.last_object_count == 20_000
     spark_path: Any = transferer.spark
     assert sorted(s.objects for s in spark_path.summaries) == [5000] * 4
@@ -137,18 +137,18 @@ def test_small_commits_stay_in_process_and_big_ones_read_through_the_source_api_
 
     sessions: list[int] = []
     service = spark_service("region-b", transfer_threshold_objects=25)  # no source_stores: the lakeFS API
-    real_session = service.session
+    real_session = service.plugs.session
 
     def counting_session() -> Any:
         sessions.append(1)
         return real_session()
 
-    service.session = counting_session
+    service.plugs.session = counting_session
     [small] = service.sync(name=name)
     assert small.ok, small.to_json()
     main = _ref(small, "main")
     assert main.stats.transfer_path == "in_process" and main.stats.objects_copied == 3
-    assert service.transferers[name].last_choice == "in_process"
+    assert service.plugs.uses[name].transferer.last_choice == "in_process"
     assert not sessions  # a small commit never starts (or asks for) Spark
 
     expected = {f"t/part-{i:03}.csv": content(f"{repo}-{i}", 100 + i) for i in range(30)}
@@ -161,7 +161,7 @@ def test_small_commits_stay_in_process_and_big_ones_read_through_the_source_api_
     assert main.action == "advanced" and main.stats.transfer_path == "spark"
     # the rewritten range holds all 33: the 3 of the validated range it replaces are not even looked at
     assert (main.stats.objects_copied, main.stats.objects_skipped, main.stats.objects_unchanged) == (30, 0, 3)
-    assert service.transferers[name].choices == {"spark": 1} and sessions
+    assert service.plugs.uses[name].transferer.choices == {"spark": 1} and sessions
     assert_ref_complete(service, name, src.get_branch_head(repo, "main"))
     dst = client_for("region-b")
     assert {k: dst.get_object(name, "main", k) for k in expected} == expected
@@ -175,4 +175,4 @@ def test_small_commits_stay_in_process_and_big_ones_read_through_the_source_api_
     main = _ref(one, "main")
     assert main.stats.transfer_path == "in_process" and main.stats.objects_copied == 1
     assert main.stats.objects_unchanged == 33
-    assert service.transferers[name].last_object_count == 1
+    assert service.plugs.uses[name].transferer.last_object_count == 1

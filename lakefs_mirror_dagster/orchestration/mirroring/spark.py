@@ -14,7 +14,7 @@ from ...mirrors import Mirror
 from ...region import ReplicationService
 from ...replication import MirrorEngine
 from ...spark.session import prepare_python_workers, spark_session_config
-from ...spark.wiring import SparkUse, ValidationOnSpark, use_spark
+from ...spark.wiring import SparkPlugs, SparkUse, ValidationOnSpark
 
 __all__ = ["SparkValidatorResource"]
 
@@ -46,23 +46,21 @@ class SparkValidatorResource(dg.ConfigurableResource):
         log: Callable[[str], None] | None = None,
         per_ref: bool = True,
     ) -> tuple[MirrorEngine, SparkUse]:
-        """The engine a run uses, with Spark wired in by the same ``use_spark`` the CLI uses; ``log`` (the run's
-        log) gets a progress line every ``RUN_PROGRESS_EVERY_S`` seconds of a long transfer and, with ``per_ref``,
-        when a ref starts and ends (a run of many branches logs each branch's outcome itself)."""
-        engine = service.engine_for(mirror)
-        if log is not None:
-            engine.progress.listen(
-                lambda p: log(f"progress: {p.line()}"), every_s=RUN_PROGRESS_EVERY_S, per_ref=per_ref
-            )
-        use = use_spark(
-            service,
-            mirror,
-            engine,
+        """The engine a run uses, built with the same ``SparkPlugs`` the CLI uses, and what they chose; ``log`` (the
+        run's log) gets a progress line every ``RUN_PROGRESS_EVERY_S`` seconds of a long transfer and, with
+        ``per_ref``, when a ref starts and ends (a run of many branches logs each branch's outcome itself)."""
+        plugs = SparkPlugs(
+            service.config,
             self.session,
             transfer=service.config.spark.transfer_enabled,
             validation=ValidationOnSpark(num_partitions=self.num_workers, min_ranges=self.min_ranges),
         )
-        return engine, use
+        engine = service.engine_for(mirror, plugs=plugs)
+        if log is not None:
+            engine.progress.listen(
+                lambda p: log(f"progress: {p.line()}"), every_s=RUN_PROGRESS_EVERY_S, per_ref=per_ref
+            )
+        return engine, plugs.uses[mirror.name]
 
     def session(self) -> Any:
         """The run's SparkSession, started on the first call."""
