@@ -6,7 +6,6 @@ the three entry points cannot drift apart.
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import logging
 import time
@@ -33,9 +32,6 @@ from ..replication import (
     EngineSettings,
     MirrorEngine,
     MirrorSyncResult,
-    RefAction,
-    RefKind,
-    RefResult,
     ReplicationError,
     RepositorySource,
     SyncPass,
@@ -45,6 +41,7 @@ from ..replication.namespaces import check_namespace_free, is_mirror_repository
 from ..replication.progress import ProgressListener
 from ..replication.refstore import open_refstore
 from ..storage import Blockstore, StoreSpec
+from .branch_states import BranchStates
 from .organization import join_organization
 from .retry import RetrySchedule
 from .scrub import Scrubber
@@ -97,6 +94,7 @@ class ReplicationService:
             raise
         self.mirrors = mirrors
         self.retries = RetrySchedule(mirrors, config.validator)
+        self.branch_states = BranchStates(mirrors, self.retries)
         self._clients: dict[str, LakeFSClient] = {}
         self._stores: dict[tuple[str, str], Blockstore] = {}
         self._progress: list[tuple[ProgressListener, float]] = []
@@ -185,11 +183,11 @@ class ReplicationService:
             validation_key=validation_key(mirror, strict=self.config.transfer.strict_full_addresses),
             settings=self.engine_settings(),
             plugs=functools.partial(choose, mirror) if choose is not None else None,
-            recorder=functools.partial(self.record_ref, mirror),
+            recorder=functools.partial(self.branch_states.record_ref, mirror),
             in_flight=self.mirrors,
             mirror_id=mirror.id,
             refstore=self.refstore,
-            started=functools.partial(self.record_source_head, mirror),
+            started=functools.partial(self.branch_states.record_source_head, mirror),
         )
         for listener, every_s in self._progress:
             engine.progress.listen(listener, every_s=every_s)
@@ -411,46 +409,7 @@ class ReplicationService:
         """The context of a log record about ``mirror``."""
         return log_fields(region=self.config.region, mirror=mirror.name, repository=mirror.source_repository)
 
-    def record_source_head(self, mirror: Mirror, ref: RefResult) -> None:
-        """A branch about to be advanced: the source head it goes to and that commit's time (as the Dagster sensor
-        records a head it finds), so ``status`` and the metrics show how far behind it is while it is copied.
-        Leaves the mirrored commit and any block as they are."""
-        if ref.kind != RefKind.BRANCH or ref.source_commit is None:
-            return
-        self.mirrors.record_branch(
-            mirror.id,
-            ref.name,
-            source_commit_id=ref.source_commit,
-            source_commit_time=_source_commit_time(ref),
-        )
-
-    def record_ref(self, mirror: Mirror, ref: RefResult) -> None:
-        """A branch's state in the mirrors database (what the API and ``status`` report); every engine this
-        service builds calls it for every ref it syncs, so the CLI, the REST service and Dagster runs agree.
-        A blocked branch gets its retry time (``RetrySchedule.note``); any other outcome clears it."""
-        if ref.kind != RefKind.BRANCH:
-            return
-        if ref.action == RefAction.DELETED:
-            self.mirrors.delete_branch(mirror.id, ref.name)
-            return
-        self.mirrors.record_branch(
-            mirror.id,
-            ref.name,
-            source_commit_id=ref.source_commit,
-            source_commit_time=_source_commit_time(ref),
-            mirrored_commit_id=ref.mirror_commit,
-            promoted_at=dt.datetime.now(dt.UTC) if ref.promoted else None,
-            lag_seconds=ref.lag_seconds if ref.promoted else None,
-            unblock=ref.action != RefAction.BLOCKED,
-        )
-        self.retries.note(mirror, ref)
-
 
 def _not_synced(mirror: Mirror, error: str) -> MirrorSyncResult:
     """The result of a mirror the pass could not sync at all, and why."""
     return MirrorSyncResult(mirror=mirror.name, source_repository=mirror.source_repository, error=error)
-
-
-def _source_commit_time(ref: RefResult) -> dt.datetime | None:
-    """The source commit's time as the mirrors database keeps it (UTC), if the ref carries one."""
-    return dt.datetime.fromtimestamp(ref.source_commit_time, dt.UTC) if ref.source_commit_time else None
