@@ -1,6 +1,6 @@
 """Build a committed lakeFS repository the way lakeFS's own storage holds it: objects, range files, a metarange.
 
-The link builder (``_fixtures.build_repository(method="links")``) costs three requests per object, two of them to
+The link builder (``_repositories.build_repository(method="links")``) costs three requests per object, two of them to
 lakeFS (about 160 objects/s on a quiet 2-core machine: a million objects take 1 h 45). This one writes what a
 commit leaves behind, directly:
 

@@ -21,7 +21,10 @@ import threading
 import time
 from pathlib import Path
 
-import _fixtures as fx
+from _environment import MIRROR, SOURCE, bench_environment, create_mirror, service_config
+from _machine import machine_load
+from _repositories import add_build_argument, build_repository
+from _tree import REPO_ROOT
 from lakefs_mirror_devenv.terminal import TerminalRun, run_in_terminal
 
 FIRST_PROGRESS_GOAL_S = 10.0
@@ -95,24 +98,24 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("backfill-progress"), help="where the captures go")
     parser.add_argument("--timeout", type=float, default=7200.0, help="seconds each sync may take")
     parser.add_argument("--quick", action="store_true", help="20,000 objects")
-    fx.add_build_argument(parser)
+    add_build_argument(parser)
     args = parser.parse_args()
     if args.quick:
         args.objects = min(args.objects, 20_000)
     if min(args.objects, args.object_size) < 1 or args.progress_every <= 0:
         parser.error("counts, sizes and --progress-every must be positive")
     args.out.mkdir(parents=True, exist_ok=True)
-    print(f"start: {fx.machine_load()}")
-    with fx.bench_environment() as env:
-        built = fx.build_repository(
-            env, fx.SOURCE, objects=args.objects, object_size=args.object_size, method=args.build
+    print(f"start: {machine_load()}")
+    with bench_environment() as env:
+        built = build_repository(
+            env, SOURCE, objects=args.objects, object_size=args.object_size, method=args.build
         )
-        on_terminal, in_a_pipe = fx.create_mirror(env, built.name), fx.create_mirror(env, built.name)
-        config = fx.service_config(env, fx.MIRROR)
-        child_env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(fx.REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
+        on_terminal, in_a_pipe = create_mirror(env, built.name), create_mirror(env, built.name)
+        config = service_config(env, MIRROR)
+        child_env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
                          COLUMNS="150", TERM="xterm")  # fmt: skip
         every = ("--progress-every", str(args.progress_every))
-        print(f"[backfill] {args.objects:,} objects into two mirrors at once ({fx.machine_load()})", flush=True)
+        print(f"[backfill] {args.objects:,} objects into two mirrors at once ({machine_load()})", flush=True)
         result: dict[str, object] = {}
 
         def terminal() -> None:
@@ -132,7 +135,7 @@ def main() -> None:
         (args.out / "lines.txt").write_text("".join(f"t+{at:8.1f}s {line}\n" for at, line in lines))
         _report_terminal(run, terminal_s, args.progress_every)
         _report_lines(code, lines, lines_s, args.progress_every)
-        print(f"\ncaptures in {args.out}/ (terminal.txt replays with `cat`); end: {fx.machine_load()}")
+        print(f"\ncaptures in {args.out}/ (terminal.txt replays with `cat`); end: {machine_load()}")
     if run.returncode != 0 or code != 0:
         sys.exit(1)
 

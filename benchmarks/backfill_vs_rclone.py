@@ -40,7 +40,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _fixtures as fx
+from _child import run_child
+from _environment import MIRROR, SOURCE, bench_environment, create_mirror, service_config, split_s3_uri
+from _machine import cpu_delta, format_rate, machine_load, server_cpu
+from _repositories import build_repository
+from _sync import format_stages, sync_in_child
 from lakefs_mirror_devenv import Environment, MinioInstance
 
 MiB = 1024 * 1024
@@ -157,7 +161,7 @@ def rclone_sync(
         "--config",
         "/dev/null",
     ]
-    run = fx.run_child(argv, env=env, what="rclone sync")
+    run = run_child(argv, env=env, what="rclone sync")
     if run.returncode != 0:
         raise RuntimeError(f"rclone failed ({run.returncode}): {run.stderr[-2000:]}")
     shown = " ".join(a if not a.startswith("bench") else a.split(":")[0] + ":…" for a in argv[1:])
@@ -165,25 +169,25 @@ def rclone_sync(
 
 
 def ours(env: Environment, repo: str, mode: str, payload: int, expected_objects: int) -> Figure:
-    mirror = fx.create_mirror(env, repo)
-    config = fx.service_config(env, fx.MIRROR, direct_source=fx.SOURCE if mode == "direct" else None)
-    child = fx.sync_in_child(config, mirror)
+    mirror = create_mirror(env, repo)
+    config = service_config(env, MIRROR, direct_source=SOURCE if mode == "direct" else None)
+    child = sync_in_child(config, mirror)
     copied = child.result["objects_copied"]
     if copied != expected_objects:
         raise RuntimeError(f"mirror {mirror}: copied {copied} objects, expected {expected_objects}")
     note = (
         f"peak RSS {child.peak_rss_bytes / MiB:.0f} MiB, process wall {child.seconds:.1f}s (sync timed inside: "
-        f"{fx.format_stages(child.result['stages'])})"
+        f"{format_stages(child.result['stages'])})"
     )
     return Figure(f"ours ({mode} source)", child.result["seconds"], payload, child.cpu_seconds, note=note)
 
 
 def measured(env: Environment, run: Callable[[], Figure]) -> Figure:
     """``run()`` with the CPU each server spent meanwhile attached."""
-    before = fx.server_cpu(env)
+    before = server_cpu(env)
     figure = run()
-    figure.server_cpu = fx.cpu_delta(before, fx.server_cpu(env))
-    print(f"  measured {figure.name}: {figure.seconds:.1f}s ({fx.machine_load()})", flush=True)
+    figure.server_cpu = cpu_delta(before, server_cpu(env))
+    print(f"  measured {figure.name}: {figure.seconds:.1f}s ({machine_load()})", flush=True)
     return figure
 
 
@@ -202,11 +206,11 @@ def run_dataset(
     rclone: str | None,
     repeat: int = 1,
 ) -> None:
-    print(f"\n=== {label}: {objects:,} objects x {size:,} B = {objects * size / 1e6:,.1f} MB ({fx.machine_load()})")
-    built = fx.build_repository(env, fx.SOURCE, objects=objects, object_size=size, threads=transfers)
+    print(f"\n=== {label}: {objects:,} objects x {size:,} B = {objects * size / 1e6:,.1f} MB ({machine_load()})")
+    built = build_repository(env, SOURCE, objects=objects, object_size=size, threads=transfers)
     src, dst = env.minio["minio-a"], env.minio["minio-c"]
-    src_bucket, src_prefix = fx.split_s3_uri(built.namespace)
-    dst_bucket, _ = fx.split_s3_uri(env.region(fx.MIRROR).namespace_root + "/x")
+    src_bucket, src_prefix = split_s3_uri(built.namespace)
+    dst_bucket, _ = split_s3_uri(env.region(MIRROR).namespace_root + "/x")
     payload = built.total_bytes
     runs: dict[str, list[Figure]] = {}
 
@@ -224,7 +228,7 @@ def run_dataset(
     figures = [median_run(each) for each in runs.values()]
     print(f"\n  {label}: {objects:,} x {size:,} B" + (f", run of median time of {repeat}" if repeat > 1 else ""))
     for f in figures:
-        print(f"  {f.name:<22} {f.seconds:8.1f} s {fx.format_rate(f.payload_bytes, f.seconds)}   {f.note}")
+        print(f"  {f.name:<22} {f.seconds:8.1f} s {format_rate(f.payload_bytes, f.seconds)}   {f.note}")
         print(f"  {'':<22} {f.cpu_text()}")
         if repeat > 1:
             print(f"  {'':<22} runs: {', '.join(f'{r.seconds:.1f}' for r in runs[f.name])} s")
@@ -236,7 +240,7 @@ def run_dataset(
                 verdict = "meets" if ratio >= GOAL_RATIO else "misses"
                 print(f"  ratio {f.name} / rclone (throughput): {ratio:.2f}  ({verdict} goal >= {GOAL_RATIO})")
             print(f"  ratio {f.name} / raw copy (throughput): {base['raw boto3 GET+PUT'].seconds / f.seconds:.2f}")
-    print(f"  ({fx.machine_load()})", flush=True)
+    print(f"  ({machine_load()})", flush=True)
 
 
 def main() -> None:
@@ -260,8 +264,8 @@ def main() -> None:
     if min(args.objects, args.large_objects, args.small_size, args.large_size, args.transfers, args.repeat) < 1:
         parser.error("counts and sizes must be at least 1")
     rclone = ensure_rclone()
-    print(f"start: {fx.machine_load()}")
-    with fx.bench_environment() as env:
+    print(f"start: {machine_load()}")
+    with bench_environment() as env:
         if "small" in datasets:
             run_dataset(env, "small objects", args.objects, args.small_size, modes, args.transfers, rclone, args.repeat)
         if "large" in datasets:

@@ -31,17 +31,10 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _fixtures import (
-    MIRROR,
-    SOURCE,
-    _admin,
-    bench_environment,
-    build_repository,
-    create_mirror,
-    machine_load,
-    run_sync,
-    service_config,
-)
+from _environment import MIRROR, SOURCE, admin_client, bench_environment, create_mirror, service_config
+from _machine import machine_load
+from _repositories import build_repository
+from _sync import run_sync
 
 GOAL_RESCAN_S = 5.0
 GOAL_SPEEDUP = 1.5
@@ -68,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     with bench_environment() as env:
         source = build_repository(env, SOURCE, objects=20, object_size=1024)
-        client = _admin(env.region(SOURCE))
+        client = admin_client(env.region(SOURCE))
         names = [f"b{i:05}" for i in range(args.branches)]
         started = time.monotonic()
         with ThreadPoolExecutor(max_workers=8) as pool:
@@ -100,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
 
         source_heads = {b.id: b.commit_id for b in client.list_branches(source.name)}
         for workers, (name, _config) in mirrors.items():
-            mirror_heads = {b.id: b.commit_id for b in _admin(env.region(MIRROR)).list_branches(name)}
+            mirror_heads = {b.id: b.commit_id for b in admin_client(env.region(MIRROR)).list_branches(name)}
             if mirror_heads != source_heads:
                 ok = False
                 differing = sorted(k for k in source_heads.keys() | mirror_heads.keys()

@@ -45,18 +45,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _fixtures import (
-    MIRROR,
-    REPO_ROOT,
-    SOURCE,
-    ChildRun,
-    _admin,
-    bench_environment,
-    create_mirror,
-    machine_load,
-    run_child,
-    service_config,
-)
+from _child import ChildRun, run_child
+from _environment import MIRROR, SOURCE, admin_client, bench_environment, create_mirror, service_config
+from _machine import machine_load
+from _tree import REPO_ROOT
 from lakefs_mirror_devenv import Environment
 from lakefs_mirror_devenv.branch_fanout import fan_out_branches
 from lakefs_mirror_devenv.dagster_audit import BACKFILL_STAGES, stage_table
@@ -143,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="lakefs-mirror-dagbranches-"))
     with bench_environment() as env:
         region = env.region(SOURCE)
-        client, gateway = _admin(region), region.s3_gateway_client()
+        client, gateway = admin_client(region), region.s3_gateway_client()
         client.create_repository(REPO, region.namespace_for(REPO))
         gateway.put_object(Bucket=REPO, Key="main/tables/t/part-0.json", Body=b'{"row": 0}')
         heads = {"main": client.commit(REPO, "main", "first").id}
@@ -195,7 +187,7 @@ def _sensor_mode(
         mirror=name,
         source=client,
         source_repository=REPO,
-        destination=_admin(env.region(MIRROR)),
+        destination=admin_client(env.region(MIRROR)),
         max_concurrent_runs=args.max_concurrent_runs,
         timeout_s=args.timeout,
         settle_s=2 * parse_duration(args.interval).total_seconds(),
@@ -224,7 +216,7 @@ def _backfill_mode(
     args: argparse.Namespace, env: Environment, client: LakeFSClient, heads: dict[str, str], work: Path
 ) -> tuple[bool, dict[str, object]]:
     name, config = _active_mirror(env, work, "1h")  # the stopped sensor would not scan before an hour anyway
-    destination = _admin(env.region(MIRROR))
+    destination = admin_client(env.region(MIRROR))
     print(f"[backfill] one UI backfill of {len(heads)} branch partitions, {args.launcher} launcher; DAGSTER_HOME "
           f"{work / 'dagster_home'}", flush=True)  # fmt: skip
     result = backfill_mirror(

@@ -14,11 +14,11 @@ An engine whose incremental cost follows the change, not the repository, gives a
         [--object-size 1024] [--placements end,middle] [--build links|ranges]
 
 Repositories of 50,000 objects or more are built with the ranges builder unless ``--build links``
-(``_fixtures.build_repository``); ``--build`` applies to both repositories.
+(``_repositories.build_repository``); ``--build`` applies to both repositories.
 
 The initial backfills run in a child process, whose peak RSS and time are printed as a by-product. Before the
 timed passes of each repository, the benchmark waits (at most 90 s) until the cores are 80 % idle over a second
-(``fx.wait_until_quiet``: the servers go on working for a while after a large backfill) and makes one untimed pass
+(``wait_until_quiet``: the servers go on working for a while after a large backfill) and makes one untimed pass
 (a key after every key), so neither the tail of the backfill nor this process's first connections are charged to
 a timed pass. The first ``middle`` pass still reads the rewritten range's base, as a new process would.
 """
@@ -36,7 +36,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _fixtures as fx
+from _environment import MIRROR, SOURCE, bench_environment, create_mirror, service_config
+from _machine import machine_load, wait_until_quiet
+from _repositories import BuiltRepository, add_build_argument, add_one_object_commit, build_repository, object_path
+from _sync import StageClock, format_stages, run_sync, sync_in_child
 from lakefs_mirror_devenv import Environment
 
 MiB = 1024 * 1024
@@ -50,7 +53,7 @@ class Pass:
     objects_looked_at: int
     ranges_transferred: int
     ranges_skipped: int
-    #: seconds per stage of the pass (``fx.StageClock``)
+    #: seconds per stage of the pass (``StageClock``)
     stages: dict[str, float] = field(default_factory=dict)
 
 
@@ -61,7 +64,7 @@ class Measured:
     backfill_peak_rss: int
     ranges: int
     passes: dict[str, list[Pass]] = field(default_factory=dict)
-    build: fx.BuiltRepository | None = None
+    build: BuiltRepository | None = None
     backfill_stages: dict[str, float] = field(default_factory=dict)
     #: what ``measure``'s ``after_backfill`` returned
     after_backfill: Any = None
@@ -74,7 +77,7 @@ def new_path(placement: str, objects: int) -> str:
     """The new object's key: after every key (``end``) or right behind the middle object (``middle``)."""
     if placement == "end":
         return f"zz-new/{uuid.uuid4().hex}.bin"
-    return f"{fx.object_path('data', objects // 2)}.{uuid.uuid4().hex}"
+    return f"{object_path('data', objects // 2)}.{uuid.uuid4().hex}"
 
 
 def measure(
@@ -87,43 +90,43 @@ def measure(
     *,
     method: str | None = None,
     source: str = "api",
-    after_backfill: Callable[[fx.BuiltRepository, Path, str], Any] | None = None,
+    after_backfill: Callable[[BuiltRepository, Path, str], Any] | None = None,
 ) -> Measured:
-    """Build a repository of ``objects`` objects (``method``, see ``fx.build_repository``), backfill a mirror of
+    """Build a repository of ``objects`` objects (``method``, see ``build_repository``), backfill a mirror of
     it in a child process reading the source through lakeFS (``source="api"``) or straight from MinIO
     (``direct``), call ``after_backfill(built, mirror config, mirror)``, then time ``repeat`` one-object commits
     per placement."""
-    print(f"\n=== repository of {objects:,} objects ({fx.machine_load()})", flush=True)
-    built = fx.build_repository(
-        env, fx.SOURCE, objects=objects, object_size=object_size, threads=threads, method=method
+    print(f"\n=== repository of {objects:,} objects ({machine_load()})", flush=True)
+    built = build_repository(
+        env, SOURCE, objects=objects, object_size=object_size, threads=threads, method=method
     )
-    mirror = fx.create_mirror(env, built.name)
-    config = fx.service_config(env, fx.MIRROR, direct_source=fx.SOURCE if source == "direct" else None)
-    backfill = fx.sync_in_child(config, mirror)
+    mirror = create_mirror(env, built.name)
+    config = service_config(env, MIRROR, direct_source=SOURCE if source == "direct" else None)
+    backfill = sync_in_child(config, mirror)
     if backfill.result["objects_copied"] != objects:
         raise RuntimeError(f"backfill copied {backfill.result['objects_copied']} objects, expected {objects}")
     ranges = int(backfill.result["ranges_validated"])
     print(
         f"[backfill] {objects:,} objects in {backfill.result['seconds']:.1f}s "
         f"({objects / backfill.result['seconds']:,.0f} objects/s), {ranges} ranges, "
-        f"peak RSS {backfill.peak_rss_bytes / MiB:.0f} MiB; {fx.format_stages(backfill.result['stages'])} "
-        f"({fx.machine_load()})",
+        f"peak RSS {backfill.peak_rss_bytes / MiB:.0f} MiB; {format_stages(backfill.result['stages'])} "
+        f"({machine_load()})",
         flush=True,
     )
     measured = Measured(objects, backfill.result["seconds"], backfill.peak_rss_bytes, ranges)
     measured.build, measured.backfill_stages = built, backfill.result["stages"]
     if after_backfill is not None:
         measured.after_backfill = after_backfill(built, config, mirror)
-    print(f"[settle] {fx.wait_until_quiet()} ({fx.machine_load()})", flush=True)
+    print(f"[settle] {wait_until_quiet()} ({machine_load()})", flush=True)
     # this process's first pass of the mirror opens connections and fills caches (here and in lakeFS): not
     # timed. Its key goes after every key, so the range a middle key rewrites is not read by it.
-    fx.add_one_object_commit(env, fx.SOURCE, built.name, new_path("end", objects))
-    warm_up, _, _ = fx.run_sync(config, mirror)
+    add_one_object_commit(env, SOURCE, built.name, new_path("end", objects))
+    warm_up, _, _ = run_sync(config, mirror)
     print(f"[warm-up] an untimed pass of one key after every key: {warm_up:.2f}s", flush=True)
     for placement, i in ((p, i) for p in placements for i in range(repeat)):
-        fx.add_one_object_commit(env, fx.SOURCE, built.name, new_path(placement, objects))
-        clock = fx.StageClock()
-        seconds, result, reads = fx.run_sync(config, mirror, stages=clock)
+        add_one_object_commit(env, SOURCE, built.name, new_path(placement, objects))
+        clock = StageClock()
+        seconds, result, reads = run_sync(config, mirror, stages=clock)
         [main] = [r for r in result.refs if r.kind == "branch" and r.name == "main"]
         s = main.stats
         if main.action != "advanced" or s.objects_copied != 1:
@@ -141,7 +144,7 @@ def measure(
         print(
             f"[incremental] {placement} pass {i + 1}: {seconds:.2f}s, metadata reads {reads}, objects looked at "
             f"{p.objects_looked_at:,}, ranges transferred {p.ranges_transferred}, skipped {p.ranges_skipped}; "
-            f"{fx.format_stages(p.stages)} ({fx.machine_load()})",
+            f"{format_stages(p.stages)} ({machine_load()})",
             flush=True,
         )
     return measured
@@ -156,7 +159,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=16, help="threads building the repositories")
     parser.add_argument("--placements", default="end,middle", help="where new keys go: end, middle")
     parser.add_argument("--quick", action="store_true", help="large repository of 20,000 objects")
-    fx.add_build_argument(parser)
+    add_build_argument(parser)
     args = parser.parse_args()
     placements = [p.strip() for p in args.placements.split(",") if p.strip()]
     if not placements or any(p not in ("end", "middle") for p in placements):
@@ -167,11 +170,11 @@ def main() -> None:
         parser.error("counts and sizes must be at least 1")
     if args.large < args.small:
         parser.error(f"--large ({args.large}) must not be smaller than --small ({args.small})")
-    print(f"start: {fx.machine_load()}")
-    with fx.bench_environment() as env:
+    print(f"start: {machine_load()}")
+    with bench_environment() as env:
         small = measure(env, args.small, args.object_size, args.repeat, args.threads, placements, method=args.build)
         large = measure(env, args.large, args.object_size, args.repeat, args.threads, placements, method=args.build)
-    print(f"\nincremental sync of one 1-object commit (median of {args.repeat}), {fx.machine_load()}")
+    print(f"\nincremental sync of one 1-object commit (median of {args.repeat}), {machine_load()}")
     for m in (small, large):
         print(
             f"  {m.objects:>9,} objects, {m.ranges:>3} ranges after backfill "

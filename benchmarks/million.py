@@ -35,8 +35,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _fixtures as fx
 import incremental
+from _environment import STORES, add_stores_argument, bench_environment
+from _machine import machine_load
+from _mirror_validation import MirrorValidation, validate_at_mirror
+from _repositories import BuiltRepository, add_build_argument
+from _sync import format_stages
 
 MiB = 1024 * 1024
 GB = 1_000_000_000
@@ -52,16 +56,16 @@ def _verdict(ok: bool) -> str:
 def report(large: incremental.Measured, small: incremental.Measured, source: str, stores: str) -> None:
     """The figures next to their goals."""
     built, checked = large.build, large.after_backfill
-    assert built is not None and isinstance(checked, fx.MirrorValidation)
+    assert built is not None and isinstance(checked, MirrorValidation)
     n = large.objects
-    print(f"\n{n:,} objects of {built.object_size:,} B, regions on {stores} storage ({fx.machine_load()})")
+    print(f"\n{n:,} objects of {built.object_size:,} B, regions on {stores} storage ({machine_load()})")
     print(f"  build ({built.method}):     {built.seconds:8.1f} s  {n / built.seconds:10,.0f} objects/s")
     print(
         f"  backfill ({source}):      {large.backfill_seconds:8.1f} s  {n / large.backfill_seconds:10,.0f} objects/s, "
         f"peak RSS {large.backfill_peak_rss / MiB:,.0f} MiB ({_verdict(large.backfill_peak_rss <= RSS_GOAL)} goal "
         f"<= 1 GB), {large.ranges} ranges"
     )
-    print(f"    stages: {fx.format_stages(large.backfill_stages)}")
+    print(f"    stages: {format_stages(large.backfill_stages)}")
     spark = checked.spark_s[1]
     print(
         f"  validation on Spark local[2]: {spark:8.1f} s ({_verdict(spark <= VALIDATION_GOAL_S)} goal <= "
@@ -74,8 +78,8 @@ def report(large: incremental.Measured, small: incremental.Measured, source: str
         f"  one-object commit (middle): {big.seconds:6.2f} s vs {little.seconds:.2f} s at {small.objects:,} objects: "
         f"ratio {ratio:.2f} ({_verdict(ratio <= RATIO_GOAL)} goal <= {RATIO_GOAL})"
     )
-    print(f"    stages at {n:,}: {fx.format_stages(big.stages)}")
-    print(f"    stages at {small.objects:,}: {fx.format_stages(little.stages)}")
+    print(f"    stages at {n:,}: {format_stages(big.stages)}")
+    print(f"    stages at {small.objects:,}: {format_stages(little.stages)}")
     print(
         f"    metadata reads {big.metadata_reads} vs {little.metadata_reads}; objects looked at "
         f"{big.objects_looked_at:,} vs {little.objects_looked_at:,}"
@@ -96,17 +100,17 @@ def main() -> None:
         default="api",
         help="read the source through lakeFS or straight from its store",
     )
-    fx.add_build_argument(parser)
-    fx.add_stores_argument(parser)
+    add_build_argument(parser)
+    add_stores_argument(parser)
     args = parser.parse_args()
     if min(args.objects, args.small, args.object_size, args.threads, args.spark_partitions) < 1:
         parser.error("counts and sizes must be at least 1")
     if args.objects < args.small:
         parser.error(f"--objects ({args.objects}) must not be smaller than --small ({args.small})")
-    print(f"start: {fx.machine_load()}")
+    print(f"start: {machine_load()}")
 
-    def validate(built: fx.BuiltRepository, config: Path, mirror: str) -> fx.MirrorValidation:
-        return fx.validate_at_mirror(
+    def validate(built: BuiltRepository, config: Path, mirror: str) -> MirrorValidation:
+        return validate_at_mirror(
             config,
             mirror,
             built.commit_id,
@@ -115,7 +119,7 @@ def main() -> None:
             validator_workers=args.validator_workers,
         )
 
-    with fx.bench_environment(fx.STORES[args.stores]) as env:
+    with bench_environment(STORES[args.stores]) as env:
 
         def measure(objects: int, after: Any = None) -> incremental.Measured:
             return incremental.measure(
@@ -126,7 +130,7 @@ def main() -> None:
         large = measure(args.objects, validate)
         small = measure(args.small)
         report(large, small, args.source, args.stores)  # before the teardown, which takes minutes for a million files
-    print(f"end: {fx.machine_load()}")
+    print(f"end: {machine_load()}")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _fixtures as fx
+from _environment import MIRROR, SOURCE, bench_environment, create_mirror, service_config
+from _machine import machine_load
+from _mirror_validation import validate_at_mirror
+from _repositories import add_build_argument, build_repository
+from _sync import sync_in_child
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -51,7 +55,7 @@ def main() -> None:
     parser.add_argument("--validator-workers", type=int, default=3, help="threads of the in-process validator")
     parser.add_argument("--no-spark", action="store_true", help="only the peak RSS figure")
     parser.add_argument("--quick", action="store_true", help="20,000 objects")
-    fx.add_build_argument(parser)
+    add_build_argument(parser)
     args = parser.parse_args()
     case_objects, case_size, goal, goal_text = CASES[args.case]
     args.objects = args.objects or case_objects
@@ -62,15 +66,15 @@ def main() -> None:
         args.objects = min(args.objects, 20_000)
     if min(args.objects, args.object_size, args.threads, args.spark_partitions, args.validator_workers) < 1:
         parser.error("counts and sizes must be at least 1")
-    print(f"start: {fx.machine_load()}")
-    with fx.bench_environment() as env:
-        built = fx.build_repository(
-            env, fx.SOURCE, objects=args.objects, object_size=args.object_size, threads=args.threads, method=args.build
+    print(f"start: {machine_load()}")
+    with bench_environment() as env:
+        built = build_repository(
+            env, SOURCE, objects=args.objects, object_size=args.object_size, threads=args.threads, method=args.build
         )
-        mirror = fx.create_mirror(env, built.name)
-        config_path = fx.service_config(env, fx.MIRROR, direct_source=fx.SOURCE if args.source == "direct" else None)
-        print(f"[backfill] mirroring {args.objects:,} objects in a child process ({fx.machine_load()})", flush=True)
-        child = fx.sync_in_child(config_path, mirror)
+        mirror = create_mirror(env, built.name)
+        config_path = service_config(env, MIRROR, direct_source=SOURCE if args.source == "direct" else None)
+        print(f"[backfill] mirroring {args.objects:,} objects in a child process ({machine_load()})", flush=True)
+        child = sync_in_child(config_path, mirror)
         if child.result["objects_copied"] != args.objects:
             raise RuntimeError(f"backfill copied {child.result['objects_copied']} objects, expected {args.objects}")
         verdict = "meets" if child.peak_rss_bytes <= goal else "misses"
@@ -78,13 +82,13 @@ def main() -> None:
             f"peak RSS of the backfill of {args.objects:,} x {args.object_size:,} B (case {args.case}, source "
             f"{args.source}): {child.peak_rss_bytes / MiB:,.0f} MiB ({child.peak_rss_bytes / GB:.2f} GB, {verdict} "
             f"goal <= {goal_text}); sync {child.result['seconds']:.1f}s, {child.result['ranges_validated']} ranges "
-            f"({fx.machine_load()})"
+            f"({machine_load()})"
         )
         print(rss_line, flush=True)
         if args.no_spark:
             return
 
-        checked = fx.validate_at_mirror(
+        checked = validate_at_mirror(
             config_path,
             mirror,
             built.commit_id,
@@ -94,7 +98,7 @@ def main() -> None:
         )
 
     print(f"\n{rss_line}")
-    print(f"validation of {checked.ranges} ranges / {args.objects:,} objects at the mirror ({fx.machine_load()}):")
+    print(f"validation of {checked.ranges} ranges / {args.objects:,} objects at the mirror ({machine_load()}):")
     print(f"  in-process validator ({args.validator_workers} threads): {checked.in_process_s:8.1f} s")
     print(
         f"  Spark local[2], {args.spark_partitions} partitions, 1st call: {checked.spark_s[0]:8.1f} s"

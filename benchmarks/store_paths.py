@@ -155,9 +155,10 @@ def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
         _child(json.loads(sys.argv[2]))
         return
-    # only here: _fixtures puts this tree first on sys.path, and a child must import the tree it measures
+    # only here: _tree puts this tree first on sys.path, and a child must import the tree it measures
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import _fixtures as fx
+    import _tree  # noqa: F401
+    from _machine import machine_load
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", type=Path, required=True, help="the tree to compare with (its package root)")
@@ -170,7 +171,7 @@ def main() -> None:
     args = parser.parse_args()
     stores = [s for s in args.stores.split(",") if s]
     trees = {"baseline": args.baseline.resolve(), "this tree": HERE}
-    print(f"[bench] {fx.machine_load()}", flush=True)
+    print(f"[bench] {machine_load()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="store-paths-") as tmp:
         root = Path(tmp)
         checksums = _write_sources(root, args.small, args.small_size, args.large, args.large_mib)
@@ -193,7 +194,7 @@ def main() -> None:
                             f"{f['cpu']:7.2f} s CPU  {per}",
                             flush=True,
                         )
-                    print(f"{kind:5} {label:9} peak RSS {rss:.0f} MiB, {package}  [{fx.machine_load()}]", flush=True)
+                    print(f"{kind:5} {label:9} peak RSS {rss:.0f} MiB, {package}  [{machine_load()}]", flush=True)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import _fixtures as fx
+from _environment import bench_environment, unique
+from _machine import format_rate, machine_load
 from lakefs_mirror_devenv import RegionSpec
 
 from lakefs_mirror_dagster.config import SparkConfig, parse_store
@@ -66,10 +67,10 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=16, help="copies at once per process/task")
     args = parser.parse_args()
     sizes = sorted({int(s) for s in args.sizes.split(",")})
-    print(f"[bench] {fx.machine_load()}", flush=True)
+    print(f"[bench] {machine_load()}", flush=True)
 
     session = LazySparkSession(spark_session_config(SparkConfig(master=args.master), app_name="transfer-bench"))
-    with fx.bench_environment(REGIONS) as env:
+    with bench_environment(REGIONS) as env:
         a, b = env.region("region-a"), env.region("region-b")
         client = LakeFSClient(a.endpoint, a.access_key_id, a.secret_access_key, timeout_s=900.0)
         secrets: dict[str, Any] = {
@@ -82,7 +83,7 @@ def main() -> int:
         results: dict[str, list[tuple[int, float]]] = {"spark": [], "in_process": []}
         try:
             for n in sizes:
-                repo = fx.unique("xfer")
+                repo = unique("xfer")
                 ns = a.namespace_for(repo)
                 client.create_repository(repo, ns)
                 ranges = max(1, -(-n // args.range_size))
@@ -119,7 +120,7 @@ def main() -> int:
                     rate = stats.objects_copied / seconds
                     print(
                         f"  {path:10} {stats.objects_copied:6} objects in {len(range_ids)} range(s): {seconds:7.2f}s "
-                        f"{rate:8.0f} objects/s {fx.format_rate(stats.bytes_copied, seconds)}",
+                        f"{rate:8.0f} objects/s {format_rate(stats.bytes_copied, seconds)}",
                         flush=True,
                     )
         finally:
@@ -135,7 +136,7 @@ def main() -> int:
         print("[crossover] Spark is faster at every measured size")
     else:
         print("[crossover] none: Spark was not faster per object on this machine at these sizes")
-    print(f"[bench] {fx.machine_load()}")
+    print(f"[bench] {machine_load()}")
     return 0
 
 

@@ -277,7 +277,9 @@ def main() -> None:
         _child(json.loads(sys.argv[2]))
         return
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import _fixtures as fx
+    from _environment import bench_environment, service_config
+    from _machine import machine_load
+    from _repositories import build_repository
     from lakefs_mirror_devenv import RegionSpec
 
     from lakefs_mirror_dagster.lakefs import LakeFSClient
@@ -301,12 +303,12 @@ def main() -> None:
     if min(args.objects, args.object_size, args.split, args.validator_workers, args.spark_partitions) < 1:
         parser.error("counts and sizes must be at least 1")
     trees = {**{tree.resolve().name: tree.resolve() for tree in args.baseline}, "this tree": HERE}
-    print(f"start: {fx.machine_load()}", flush=True)
-    with fx.bench_environment((RegionSpec("region-a", "s3:minio-a"),)) as env:
+    print(f"start: {machine_load()}", flush=True)
+    with bench_environment((RegionSpec("region-a", "s3:minio-a"),)) as env:
         region = env.region("region-a")
         assert region.minio is not None
         minio = env.minio[region.minio]
-        built = fx.build_repository(
+        built = build_repository(
             env, "region-a", objects=args.objects, object_size=args.object_size, method="ranges"
         )
         client = LakeFSClient(region.endpoint, region.access_key_id, region.secret_access_key)
@@ -315,12 +317,12 @@ def main() -> None:
         finally:
             client.close()
         print(
-            f"\nvalidation of {built.objects:,} objects in data directories of 50,000 ({fx.machine_load()})", flush=True
+            f"\nvalidation of {built.objects:,} objects in data directories of 50,000 ({machine_load()})", flush=True
         )
         for label, f in _raw_listings(built, minio, args.split).items():
             print(_line(f"raw list: {label}", f), f"[{_load()}]", flush=True)
         spec = {
-            "config": str(fx.service_config(env, "region-a")),
+            "config": str(service_config(env, "region-a")),
             "namespace": built.namespace,
             "metarange_id": metarange_id,
             "objects": built.objects,
@@ -341,7 +343,7 @@ def main() -> None:
             ):
                 if key in figures:
                     print(_line(f"{label}: {name}", figures[key]), f"[{_load()}]", flush=True)
-    print(f"end: {fx.machine_load()}")
+    print(f"end: {machine_load()}")
 
 
 if __name__ == "__main__":

@@ -40,8 +40,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _fixtures as fx
 import yaml
+from _environment import MIRROR, SOURCE, bench_environment, create_mirror, service_config, split_s3_uri, unique
+from _machine import machine_load
+from _repositories import BuiltRepository, add_one_object_commit, build_repository
+from _sync import format_stages, sync_in_child
 from backfill_vs_rclone import GOAL_RATIO, Figure, ensure_rclone, measured, rclone_sync
 from lakefs_mirror_devenv import Environment, LinkSpec
 
@@ -59,7 +62,7 @@ MiB = 1024 * 1024
 def set_round_trip(env: Environment, rtt_ms: float, rate_bits: float) -> None:
     """Every proxy of the link to ``rtt_ms`` (rtt/2 each way) and ``rate_bits`` (0: unlimited)."""
     assert env.toxiproxy is not None
-    spec = LinkSpec(fx.SOURCE, fx.MIRROR, rtt_ms=rtt_ms, rate_bits=rate_bits)
+    spec = LinkSpec(SOURCE, MIRROR, rtt_ms=rtt_ms, rate_bits=rate_bits)
     for proxy in env.links[0]["proxies"].values():
         env.toxiproxy.reshape(proxy, spec)
 
@@ -67,7 +70,7 @@ def set_round_trip(env: Environment, rtt_ms: float, rate_bits: float) -> None:
 def api_requests(env: Environment) -> Counter[str]:
     """Requests the source lakeFS has served so far, by API operation (its ``api_request_duration_seconds``)."""
     counts: Counter[str] = Counter()
-    with urllib.request.urlopen(f"{env.region(fx.SOURCE).endpoint}/metrics", timeout=30) as resp:
+    with urllib.request.urlopen(f"{env.region(SOURCE).endpoint}/metrics", timeout=30) as resp:
         for line in resp.read().decode().splitlines():
             if line.startswith("api_request_duration_seconds_count{"):
                 labels, value = line.rsplit(" ", 1)
@@ -79,9 +82,9 @@ def api_requests(env: Environment) -> Counter[str]:
 def build_history(env: Environment, commits: int, branches: int, tags: int) -> tuple[str, int]:
     """A repository with ``commits`` one-object commits on main, branches and tags at earlier commits; its name
     and its number of commits."""
-    region = env.region(fx.SOURCE)
+    region = env.region(SOURCE)
     client = LakeFSClient(region.endpoint, region.access_key_id, region.secret_access_key, timeout_s=300.0)
-    name = fx.unique("history")
+    name = unique("history")
     started = time.monotonic()
     try:
         client.create_repository(name, region.namespace_for(name))
@@ -104,18 +107,18 @@ def build_history(env: Environment, commits: int, branches: int, tags: int) -> t
 
 def ours(env: Environment, repo: str, payload: int, expected_objects: int | None) -> Figure:
     """A fresh mirror of ``repo`` synced by the mirror region's config (which reaches the source by the link)."""
-    mirror = fx.create_mirror(env, repo)
-    child = fx.sync_in_child(fx.service_config(env, fx.MIRROR), mirror)
+    mirror = create_mirror(env, repo)
+    child = sync_in_child(service_config(env, MIRROR), mirror)
     copied = child.result["objects_copied"]
     if expected_objects is not None and copied != expected_objects:
         raise RuntimeError(f"mirror {mirror}: copied {copied} objects, expected {expected_objects}")
-    note = f"process {child.seconds:.1f}s, {fx.format_stages(child.result['stages'])}"
+    note = f"process {child.seconds:.1f}s, {format_stages(child.result['stages'])}"
     return Figure("ours", child.result["seconds"], payload, child.cpu_seconds, note=note)
 
 
-def backfill_round(env: Environment, built: fx.BuiltRepository, rclone: str | None, transfers: int) -> list[Figure]:
-    src_bucket, src_prefix = fx.split_s3_uri(built.namespace)
-    dst_bucket, _ = fx.split_s3_uri(env.region(fx.MIRROR).namespace_root + "/x")
+def backfill_round(env: Environment, built: BuiltRepository, rclone: str | None, transfers: int) -> list[Figure]:
+    src_bucket, src_prefix = split_s3_uri(built.namespace)
+    dst_bucket, _ = split_s3_uri(env.region(MIRROR).namespace_root + "/x")
     payload = built.objects * built.object_size
     figures = [measured(env, lambda: ours(env, built.name, payload, built.objects))]
     if rclone:
@@ -144,16 +147,16 @@ def history_round(env: Environment, repo: str, commits: int) -> HistoryRound:
     mirror: list[str] = []
 
     def first_sync() -> Figure:
-        mirror.append(fx.create_mirror(env, repo))
-        child = fx.sync_in_child(fx.service_config(env, fx.MIRROR), mirror[0])
-        note = f"process {child.seconds:.1f}s, {fx.format_stages(child.result['stages'])}"
+        mirror.append(create_mirror(env, repo))
+        child = sync_in_child(service_config(env, MIRROR), mirror[0])
+        note = f"process {child.seconds:.1f}s, {format_stages(child.result['stages'])}"
         return Figure("ours", child.result["seconds"], 0, child.cpu_seconds, note=note)
 
     figure = measured(env, first_sync)
     requests = api_requests(env) - before
-    fx.add_one_object_commit(env, fx.SOURCE, repo, f"incremental/{uuid.uuid4().hex[:8]}.bin")
+    add_one_object_commit(env, SOURCE, repo, f"incremental/{uuid.uuid4().hex[:8]}.bin")
     before = api_requests(env)
-    child = fx.sync_in_child(fx.service_config(env, fx.MIRROR), mirror[0])
+    child = sync_in_child(service_config(env, MIRROR), mirror[0])
     return HistoryRound(figure, requests, child.result["seconds"], api_requests(env) - before)
 
 
@@ -161,8 +164,8 @@ def egress_round(env: Environment, limit: int, seconds: float) -> tuple[float, f
     """A backfill of ``seconds`` worth of 1 MiB objects at ``limit`` bytes/s: (bytes/s while copying, copy
     seconds, the figure). The rate is the child's bytes copied over its copy stages (range reads + transfer)."""
     objects = max(4, math.ceil(limit * seconds / MiB))
-    built = fx.build_repository(env, fx.SOURCE, objects=objects, object_size=MiB)
-    config = fx.service_config(env, fx.MIRROR)
+    built = build_repository(env, SOURCE, objects=objects, object_size=MiB)
+    config = service_config(env, MIRROR)
     data = yaml.safe_load(config.read_text())
     data.setdefault("transfer", {})["max_bytes_per_second"] = limit
     limited = config.with_name("replication-egress.yaml")
@@ -171,10 +174,10 @@ def egress_round(env: Environment, limit: int, seconds: float) -> tuple[float, f
     result: dict[str, object] = {}
 
     def run() -> Figure:
-        mirror = fx.create_mirror(env, built.name)
-        child = fx.sync_in_child(limited, mirror)
+        mirror = create_mirror(env, built.name)
+        child = sync_in_child(limited, mirror)
         result.update(child.result)
-        note = f"process {child.seconds:.1f}s, {fx.format_stages(child.result['stages'])}"
+        note = f"process {child.seconds:.1f}s, {format_stages(child.result['stages'])}"
         return Figure("ours", child.result["seconds"], built.objects * MiB, child.cpu_seconds, note=note)
 
     figure = measured(env, run)
@@ -214,24 +217,24 @@ def main() -> None:
     except ValueError as exc:
         parser.error(f"--egress-limit: {exc}")
     rclone = ensure_rclone() if "backfill" in parts else None
-    print(f"start: {fx.machine_load()}")
-    with fx.bench_environment(links=(LinkSpec(fx.SOURCE, fx.MIRROR),)) as env:
+    print(f"start: {machine_load()}")
+    with bench_environment(links=(LinkSpec(SOURCE, MIRROR),)) as env:
         built = None
         if "backfill" in parts:
-            built = fx.build_repository(env, fx.SOURCE, objects=args.objects, object_size=args.size)
+            built = build_repository(env, SOURCE, objects=args.objects, object_size=args.size)
         history = build_history(env, args.commits, args.branches, args.tags) if "history" in parts else None
         backfill: dict[float, list[Figure]] = {}
         first_sync: dict[float, HistoryRound] = {}
         egress = None
         for rtt in rtts:
             set_round_trip(env, rtt, args.rate * 1e6)
-            print(f"\n=== {rtt:g} ms round trip ({fx.machine_load()})", flush=True)
+            print(f"\n=== {rtt:g} ms round trip ({machine_load()})", flush=True)
             if built is not None:
                 backfill[rtt] = backfill_round(env, built, rclone, args.transfers)
             if history is not None:
                 first_sync[rtt] = history_round(env, *history)
         if "egress" in parts and egress_limit > 0:
-            print(f"\n=== egress at {args.egress_limit} over {rtts[-1]:g} ms ({fx.machine_load()})", flush=True)
+            print(f"\n=== egress at {args.egress_limit} over {rtts[-1]:g} ms ({machine_load()})", flush=True)
             egress = (rtts[-1], egress_limit, *egress_round(env, egress_limit, args.egress_seconds))
         report(args, rtts, backfill, first_sync, history[1] if history else 0)
         if egress is not None:
@@ -254,7 +257,7 @@ def report(
     commits: int,
 ) -> None:
     rate = f"{args.rate:g} Mbit/s" if args.rate else "unlimited"
-    print(f"\n##### side by side (link rate {rate}; {fx.machine_load()})")
+    print(f"\n##### side by side (link rate {rate}; {machine_load()})")
     if backfill:
         print(f"\nbackfill of {args.objects:,} x {args.size:,} B (goal at 80 ms: ours/rclone >= {GOAL_RATIO})")
         head = f"{'ours s':>8}  {'ours MB/s':>9}  {'rclone s':>8}  {'ratio':>6}  {'toxiproxy CPU s':>15}"

@@ -12,7 +12,7 @@ import yaml
 from lakefs_mirror_dagster.cli import ExitCode, main
 from lakefs_mirror_dagster.config import dump_example_config
 from tests.cli_process import run_cli
-from tests.config.test_config import minimal
+from tests.config.config_data import minimal
 from tests.graveler.sstable_writer import encode_entry, write_lakefs_file
 from tests.shared_fixtures import SSTABLE_FIXTURES
 

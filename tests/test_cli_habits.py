@@ -27,7 +27,7 @@ from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.mirrors import Mirror, MirrorState
 from lakefs_mirror_dagster.region import ReplicationService
 from tests.cli_process import run_cli
-from tests.config.test_config import minimal
+from tests.config.config_data import minimal
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lakefs_mirror_dagster.config import ConfigError, parse_config
-from tests.config.test_config import minimal, without
+from tests.config.config_data import minimal, without
 
 
 def _without_secrets() -> dict[str, object]:

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from lakefs_mirror_dagster.config import AzureSettings, ConfigError, GSSettings, Secret, parse_config
+from lakefs_mirror_dagster.config import AzureSettings, GSSettings, Secret, parse_config
 from lakefs_mirror_dagster.storage import AzureBlockstore, GCSBlockstore, StorageConfigError, build_blockstore
+from tests.config.config_data import error_of
 
 AZURE_KEY = "c2VjcmV0LWFjY291bnQta2V5LWZvci10ZXN0cw=="  # base64, as Azure account keys are
 
@@ -35,12 +36,6 @@ def gs_store(**gs: Any) -> dict[str, Any]:
 
 def azure_store(**azure: Any) -> dict[str, Any]:
     return {"id": "blob", "type": "azure", "azure": azure}
-
-
-def error_of(data: dict[str, Any], env: dict[str, str] | None = None) -> ConfigError:
-    with pytest.raises(ConfigError) as info:
-        parse_config(data, env=env)
-    return info.value
 
 
 def built(data: dict[str, Any], store_id: str) -> Any:

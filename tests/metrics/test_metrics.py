@@ -40,7 +40,7 @@ from lakefs_mirror_dagster.service import create_app, running_server
 from lakefs_mirror_dagster.storage.errors import ObjectNotFound, StorageError
 from lakefs_mirror_dagster.storage.local import LocalBlockstore
 from tests.cli_process import run_cli
-from tests.config.test_config import minimal
+from tests.config.config_data import minimal
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 

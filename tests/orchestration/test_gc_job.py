@@ -15,7 +15,7 @@ from lakefs_mirror_devenv import Environment
 
 from lakefs_mirror_dagster.config import load_config, parse_config
 from lakefs_mirror_dagster.orchestration.definitions import build_definitions
-from tests.config.test_config import minimal
+from tests.config.config_data import minimal
 from tests.replication.gc_case import GcCase, make_gc_case
 
 pytestmark = pytest.mark.integration
