@@ -20,6 +20,15 @@ class BranchStates:
         self.mirrors = mirrors
         self.retries = retries
 
+    def source_commit_times(self, mirror: Mirror) -> dict[str, int]:
+        """Source head -> that commit's time, as the mirror's branch records keep them (read once per engine): the
+        engine then asks the source for no time it recorded already (``MirrorEngine``'s ``known_commit_times``)."""
+        return {
+            b.source_commit_id: int(b.source_commit_time.timestamp())
+            for b in self.mirrors.get_branches(mirror.id)
+            if b.source_commit_id is not None and b.source_commit_time is not None
+        }
+
     def record_source_head(self, mirror: Mirror, ref: RefResult) -> None:
         """A branch about to be advanced: the source head it goes to and that commit's time (as the Dagster sensor
         records a head it finds), so ``status`` and the metrics show how far behind it is while it is copied.

@@ -188,6 +188,7 @@ class ReplicationService:
             mirror_id=mirror.id,
             refstore=self.refstore,
             started=functools.partial(self.branch_states.record_source_head, mirror),
+            known_commit_times=self.branch_states.source_commit_times(mirror),
         )
         for listener, every_s in self._progress:
             engine.progress.listen(listener, every_s=every_s)

@@ -75,6 +75,7 @@ class MirrorEngine:
         mirror_id: str = "",
         refstore: Refstore | None = None,
         started: RefRecorder | None = None,
+        known_commit_times: Mapping[str, int] | None = None,
     ) -> None:
         self.source = source
         #: The branch workers' and the in-flight writer's calls to the mirrors database never overlap.
@@ -89,8 +90,15 @@ class MirrorEngine:
         self.settings = settings or EngineSettings()
         self.in_process = InProcessTransferer(source, destination_store, destination_namespace, self.settings)
         chosen = plugs(self.in_process) if plugs is not None else Plugs()
+        #: ``known_commit_times``: source commit ID -> creation time the caller holds (its branch records' heads),
+        #: so a ref whose head did not move costs the source no read of its commit.
         self.planner = CommitPlanner(
-            source.client, source.repository, destination, mirror_repo, log_page_size=self.settings.log_page_size
+            source.client,
+            source.repository,
+            destination,
+            mirror_repo,
+            log_page_size=self.settings.log_page_size,
+            known_times=known_commit_times,
         )
         self.progress = ProgressReporter(mirror_repo)  # callers listen (the CLI's display, a Dagster run's log)
         if in_flight is not None:  # the refs in flight in the mirrors database, for the API and ``status``
@@ -290,7 +298,7 @@ class MirrorEngine:
         a ref that just moved there, the lag since that commit."""
         if result.source_commit is None:
             return
-        commit = self.planner.source_commit(result.source_commit)
-        result.source_commit_time = commit.creation_date
+        created = self.planner.commit_time(result.source_commit)
+        result.source_commit_time = created
         if result.mirror_commit == result.source_commit and result.action != RefAction.UNCHANGED:
-            result.lag_seconds = max(0.0, time.time() - commit.creation_date)
+            result.lag_seconds = max(0.0, time.time() - created)

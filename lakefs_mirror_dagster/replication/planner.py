@@ -11,7 +11,7 @@ a time, and each walk has its own log reader.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from ..lakefs import Commit, LakeFSClient, LakeFSNotFound
 from .errors import ReplicationError
@@ -32,8 +32,10 @@ class CommitPlanner:
         mirror_repo: str,
         *,
         log_page_size: int = 1000,
+        known_times: Mapping[str, int] | None = None,
     ) -> None:
         self._source, self._source_repo = source, source_repo
+        self._known_times = dict(known_times or {})
         self._destination, self._mirror_repo = destination, mirror_repo
         self._log_page_size = log_page_size
         self._present: set[str] = set()
@@ -73,6 +75,12 @@ class CommitPlanner:
         if commit is None:
             commit = self._checked(self._source.get_commit(self._source_repo, commit_id), commit_id)
         return commit
+
+    def commit_time(self, commit_id: str) -> int:
+        """The source commit's creation time (seconds): a commit's fields never change, so a time known already
+        is the one the source would answer."""
+        known = self._known_times.get(commit_id)
+        return known if known is not None else self.source_commit(commit_id).creation_date
 
     def _checked(self, commit: Commit, commit_id: str) -> Commit:
         """``commit`` remembered, once it is the commit asked for."""
