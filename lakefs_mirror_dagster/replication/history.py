@@ -116,7 +116,8 @@ class HistoryTransfer:
             )
             prefetch.advance(0)
         try:
-            bases = self._parent_ranges(commits) if prefetch is None else list(parents.result())
+            parent_ranges = self._parent_ranges(commits) if prefetch is None else parents.result()
+            bases = {r.range_id: r for r in parent_ranges}
             for i, (metarange_id, commit) in enumerate(first_commit.items()):
                 if prefetch is not None:
                     prefetch.advance(i)
@@ -135,13 +136,14 @@ class HistoryTransfer:
         commit: Commit,
         stats: TransferStats,
         intact: set[str],
-        bases: list[RangeRef],
+        bases: dict[str, RangeRef],
         reader: RangeSource,
         syncing: SyncingRef,
     ) -> list[str]:
         """Copy a metarange's new ranges (objects first) and the metarange, then validate it all. ``bases``
-        (ranges of earlier commits) grows by this metarange's ranges for the commits after it. ``reader`` reads
-        the source's metadata files (the source itself, or a ``MetadataPrefetch`` over it)."""
+        (ranges of earlier commits by ID, each once however many commits list it) grows by this metarange's
+        ranges for the commits after it. ``reader`` reads the source's metadata files (the source itself, or a
+        ``MetadataPrefetch`` over it)."""
         data = reader.read_metadata("meta_range", metarange_id)
         refs = list(iter_range_refs(verify_range_file(data, metarange_id)))
         range_ids = [ref.range_id for ref in refs]
@@ -153,7 +155,8 @@ class HistoryTransfer:
                     break
         known = self._intact([metarange_id, *range_ids], intact, stats, cached)
         new_ranges = self._with_bases([r for r in refs if r.range_id not in known], bases, intact, stats)
-        bases.extend(refs)
+        for r in refs:
+            bases.setdefault(r.range_id, r)
         stats.ranges_skipped += len(range_ids) - len(new_ranges)
         if metarange_id in known and not new_ranges:
             return []
@@ -266,12 +269,13 @@ class HistoryTransfer:
         return refs
 
     def _with_bases(
-        self, new: Sequence[RangeRef], bases: Sequence[RangeRef], intact: set[str], stats: TransferStats
+        self, new: Sequence[RangeRef], bases: Mapping[str, RangeRef], intact: set[str], stats: TransferStats
     ) -> dict[str, tuple[str, ...]]:
         """Each new range with the intact validated ranges whose key spans overlap it."""
         new_ids = {r.range_id for r in new}
         overlapping = {
-            r.range_id: [b.range_id for b in bases if b.range_id not in new_ids and _overlap(b, r)] for r in new
+            r.range_id: [b.range_id for b in bases.values() if b.range_id not in new_ids and _overlap(b, r)]
+            for r in new
         }
         usable = self._intact([b for ids in overlapping.values() for b in ids], intact, stats)
         return {rid: tuple(dict.fromkeys(b for b in ids if b in usable)) for rid, ids in overlapping.items()}
