@@ -145,7 +145,9 @@ class HistoryTransfer:
         ranges for the commits after it. ``reader`` reads the source's metadata files (the source itself, or a
         ``MetadataPrefetch`` over it)."""
         data = reader.read_metadata("meta_range", metarange_id)
-        refs = list(iter_range_refs(verify_range_file(data, metarange_id)))
+        refs = reader.range_refs(metarange_id, data) if isinstance(reader, MetadataPrefetch) else None
+        if refs is None:
+            refs = list(iter_range_refs(verify_range_file(data, metarange_id)))
         range_ids = [ref.range_id for ref in refs]
         cached = self._validated_before([metarange_id, *range_ids], intact)
         ahead = RangeReadAhead(reader) if self.transferer is self.in_process else None
