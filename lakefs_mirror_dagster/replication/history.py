@@ -32,7 +32,7 @@ from .read_ahead import RangeReadAhead
 from .results import RefKind, TransferStats
 from .settings import EngineSettings
 from .source import RepositorySource
-from .validation import MAX_REPORTED, describe_failure, metadata_uri, read_metarange
+from .validation import MAX_REPORTED, describe_failure, metadata_uri, stored_metarange_lists
 
 __all__ = ["PREFETCH_WORKERS", "HistoryTransfer", "PreparedRef"]
 
@@ -191,7 +191,7 @@ class HistoryTransfer:
             failpoint("after_metarange_file")
             self.progress.validation_started(len(new_ranges), ref=ref)
             try:
-                return self._validate_metarange(metarange_id, range_ids, new_ranges, stats, intact)
+                return self._validate_metarange(metarange_id, data, range_ids, new_ranges, stats, intact)
             finally:
                 self.progress.validation_done(len(new_ranges), ref=ref)
         finally:  # kept for this metarange's validation only, so what a pass holds stays bounded
@@ -200,12 +200,22 @@ class HistoryTransfer:
                 ahead.discard()
 
     def _validate_metarange(
-        self, metarange_id: str, range_ids: list[str], new_ranges: RangeBatch, stats: TransferStats, intact: set[str]
+        self,
+        metarange_id: str,
+        data: bytes,
+        range_ids: list[str],
+        new_ranges: RangeBatch,
+        stats: TransferStats,
+        intact: set[str],
     ) -> list[str]:
-        """Check the metarange file and validate its new ranges at the destination; mark what passed."""
+        """Check the metarange file (``data`` were written, and list ``range_ids``) and validate its new ranges at
+        the destination; mark what passed."""
         errors: list[str] = []
         metarange_stat = self._stat_metadata(metarange_id)
-        if metarange_stat is None or read_metarange(self.dst_store, self.dst_ns, metarange_id) != range_ids:
+        lists = metarange_stat is not None and stored_metarange_lists(
+            self.dst_store, self.dst_ns, metarange_id, range_ids, written=data
+        )
+        if not lists:
             errors.append(f"metarange {metarange_id} at the destination does not match the source")
         validations = self.validator(new_ranges) if new_ranges else []
         stats.ranges_validated += len(validations)
