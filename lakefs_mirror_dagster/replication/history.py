@@ -32,7 +32,7 @@ from .read_ahead import RangeReadAhead
 from .results import RefKind, TransferStats
 from .settings import EngineSettings
 from .source import RepositorySource
-from .validation import MAX_REPORTED, describe_failure, metadata_uri, read_metarange
+from .validation import MAX_REPORTED, describe_failure, metadata_uri, stored_metarange_lists
 
 __all__ = ["PREFETCH_WORKERS", "HistoryTransfer", "PreparedRef"]
 
@@ -116,7 +116,8 @@ class HistoryTransfer:
             )
             prefetch.advance(0)
         try:
-            bases = self._parent_ranges(commits) if prefetch is None else list(parents.result())
+            parent_ranges = self._parent_ranges(commits) if prefetch is None else parents.result()
+            bases = {r.range_id: r for r in parent_ranges}
             for i, (metarange_id, commit) in enumerate(first_commit.items()):
                 if prefetch is not None:
                     prefetch.advance(i)
@@ -135,15 +136,18 @@ class HistoryTransfer:
         commit: Commit,
         stats: TransferStats,
         intact: set[str],
-        bases: list[RangeRef],
+        bases: dict[str, RangeRef],
         reader: RangeSource,
         syncing: SyncingRef,
     ) -> list[str]:
         """Copy a metarange's new ranges (objects first) and the metarange, then validate it all. ``bases``
-        (ranges of earlier commits) grows by this metarange's ranges for the commits after it. ``reader`` reads
-        the source's metadata files (the source itself, or a ``MetadataPrefetch`` over it)."""
+        (ranges of earlier commits by ID, each once however many commits list it) grows by this metarange's
+        ranges for the commits after it. ``reader`` reads the source's metadata files (the source itself, or a
+        ``MetadataPrefetch`` over it)."""
         data = reader.read_metadata("meta_range", metarange_id)
-        refs = list(iter_range_refs(verify_range_file(data, metarange_id)))
+        refs = reader.range_refs(metarange_id, data) if isinstance(reader, MetadataPrefetch) else None
+        if refs is None:
+            refs = list(iter_range_refs(verify_range_file(data, metarange_id)))
         range_ids = [ref.range_id for ref in refs]
         cached = self._validated_before([metarange_id, *range_ids], intact)
         ahead = RangeReadAhead(reader) if self.transferer is self.in_process else None
@@ -153,7 +157,8 @@ class HistoryTransfer:
                     break
         known = self._intact([metarange_id, *range_ids], intact, stats, cached)
         new_ranges = self._with_bases([r for r in refs if r.range_id not in known], bases, intact, stats)
-        bases.extend(refs)
+        for r in refs:
+            bases.setdefault(r.range_id, r)
         stats.ranges_skipped += len(range_ids) - len(new_ranges)
         if metarange_id in known and not new_ranges:
             return []
@@ -186,7 +191,7 @@ class HistoryTransfer:
             failpoint("after_metarange_file")
             self.progress.validation_started(len(new_ranges), ref=ref)
             try:
-                return self._validate_metarange(metarange_id, range_ids, new_ranges, stats, intact)
+                return self._validate_metarange(metarange_id, data, range_ids, new_ranges, stats, intact)
             finally:
                 self.progress.validation_done(len(new_ranges), ref=ref)
         finally:  # kept for this metarange's validation only, so what a pass holds stays bounded
@@ -195,12 +200,22 @@ class HistoryTransfer:
                 ahead.discard()
 
     def _validate_metarange(
-        self, metarange_id: str, range_ids: list[str], new_ranges: RangeBatch, stats: TransferStats, intact: set[str]
+        self,
+        metarange_id: str,
+        data: bytes,
+        range_ids: list[str],
+        new_ranges: RangeBatch,
+        stats: TransferStats,
+        intact: set[str],
     ) -> list[str]:
-        """Check the metarange file and validate its new ranges at the destination; mark what passed."""
+        """Check the metarange file (``data`` were written, and list ``range_ids``) and validate its new ranges at
+        the destination; mark what passed."""
         errors: list[str] = []
         metarange_stat = self._stat_metadata(metarange_id)
-        if metarange_stat is None or read_metarange(self.dst_store, self.dst_ns, metarange_id) != range_ids:
+        lists = metarange_stat is not None and stored_metarange_lists(
+            self.dst_store, self.dst_ns, metarange_id, range_ids, written=data
+        )
+        if not lists:
             errors.append(f"metarange {metarange_id} at the destination does not match the source")
         validations = self.validator(new_ranges) if new_ranges else []
         stats.ranges_validated += len(validations)
@@ -266,12 +281,13 @@ class HistoryTransfer:
         return refs
 
     def _with_bases(
-        self, new: Sequence[RangeRef], bases: Sequence[RangeRef], intact: set[str], stats: TransferStats
+        self, new: Sequence[RangeRef], bases: Mapping[str, RangeRef], intact: set[str], stats: TransferStats
     ) -> dict[str, tuple[str, ...]]:
         """Each new range with the intact validated ranges whose key spans overlap it."""
         new_ids = {r.range_id for r in new}
         overlapping = {
-            r.range_id: [b.range_id for b in bases if b.range_id not in new_ids and _overlap(b, r)] for r in new
+            r.range_id: [b.range_id for b in bases.values() if b.range_id not in new_ids and _overlap(b, r)]
+            for r in new
         }
         usable = self._intact([b for ids in overlapping.values() for b in ids], intact, stats)
         return {rid: tuple(dict.fromkeys(b for b in ids if b in usable)) for rid, ids in overlapping.items()}

@@ -14,8 +14,9 @@ finds them present. Objects only: range files, metaranges, validation and ref mo
 Nothing here decides anything: the bytes are handed to the same code that read them before, which verifies them
 against their IDs as it always did. A prefetch that failed is simply read again when asked for, so a fault in a
 read ahead surfaces exactly as a fault in the read it replaces. Memory stays bounded: at most ``window`` commits
-ahead, at most ``max_ranges`` ranges each, nothing read ahead once ``max_bytes`` are held, and files are dropped
-once the pass is two commits past them.
+ahead, at most ``max_ranges`` ranges each, nothing read ahead once ``max_bytes`` are held, and files (and a
+metarange's decoded ranges, which the pass and the next commit's read ahead use instead of decoding it again) are
+dropped once the pass is two commits past them.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class MetadataPrefetch:
         self._lock = threading.Lock()
         self._files: dict[tuple[str, str], Future[bytes]] = {}
         self._raw: dict[str, Future[bytes]] = {}  # a range's bytes once read (before its copy ahead)
+        self._refs: dict[str, tuple[bytes, list[RangeRef]]] = {}  # a metarange's bytes read ahead, decoded
         self._owner: dict[int, list[tuple[str, str]]] = {}
         self._held = 0
         self._submitted = 0
@@ -108,6 +110,13 @@ class MetadataPrefetch:
                 return data
         return self.source.read_metadata(kind, file_id)
 
+    def range_refs(self, metarange_id: str, data: bytes) -> list[RangeRef] | None:
+        """The ranges of ``metarange_id`` when ``data`` are the very bytes read ahead (which hashed to the ID
+        when decoded here), so the pass does not decode them again; else None."""
+        with self._lock:
+            kept = self._refs.get(metarange_id)
+        return list(kept[1]) if kept is not None and kept[0] is data else None
+
     def object_location(self, commit_id: str, key: str, address: str) -> tuple[Blockstore, str]:
         return self.source.object_location(commit_id, key, address)
 
@@ -116,6 +125,7 @@ class MetadataPrefetch:
             self._closed = True
             self._files.clear()
             self._raw.clear()
+            self._refs.clear()
             self._owner.clear()
             self._held = 0
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -126,6 +136,9 @@ class MetadataPrefetch:
         data = self.source.read_metadata("meta_range", metarange_id)
         self._count(len(data))
         refs = list(iter_range_refs(verify_range_file(data, metarange_id)))
+        with self._lock:
+            if not self._closed:
+                self._refs[metarange_id] = (data, refs)
         previous = self._previous_ranges(j)
         new = [r for r in refs if r.range_id not in previous]
         if len(new) <= self.max_ranges:  # a big change: the pass's own read-ahead paces those reads
@@ -143,13 +156,17 @@ class MetadataPrefetch:
             except Exception:  # the pass reads them itself and reports its error
                 return {}
             return {r.range_id: r for r in before}
+        previous_id = self.metaranges[j - 1]
         with self._lock:
-            future = self._files.get(("meta_range", self.metaranges[j - 1]))
+            future = self._files.get(("meta_range", previous_id))
         if future is None:
             return {}
         try:
             data = future.result()
-            return {r.range_id: r for r in iter_range_refs(verify_range_file(data, self.metaranges[j - 1]))}
+            refs = self.range_refs(previous_id, data)
+            if refs is None:
+                refs = list(iter_range_refs(verify_range_file(data, previous_id)))
+            return {r.range_id: r for r in refs}
         except Exception:
             return {}
 
@@ -198,6 +215,7 @@ class MetadataPrefetch:
 
     def _drop(self, key: tuple[str, str]) -> None:
         self._raw.pop(key[1], None)
+        self._refs.pop(key[1], None)
         future = self._files.pop(key, None)
         if future is not None and future.done() and future.exception() is None:
             self._held -= len(future.result())

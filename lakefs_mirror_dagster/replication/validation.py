@@ -22,6 +22,7 @@ __all__ = [
     "describe_failure",
     "metadata_uri",
     "read_metarange",
+    "stored_metarange_lists",
     "validate_range",
 ]
 
@@ -67,7 +68,23 @@ class RangeValidation:
 
 def read_metarange(store: Blockstore, namespace: str, metarange_id: str) -> list[str]:
     """The range IDs of a metarange stored at ``namespace``, after checking the file hashes to its ID."""
+    return _listed_range_ids(store.read_bytes(metadata_uri(namespace, metarange_id)), metarange_id)
+
+
+def stored_metarange_lists(
+    store: Blockstore, namespace: str, metarange_id: str, range_ids: Sequence[str], *, written: bytes
+) -> bool:
+    """Whether the metarange file stored at ``namespace`` hashes to its ID and lists ``range_ids``. ``written``:
+    the bytes the pass wrote there, which hashed to the ID and listed them; a stored copy identical to them
+    settles it without decoding the file again (a growing history's metaranges list every range before them).
+    Any other copy is checked as ``read_metarange`` checks it."""
     data = store.read_bytes(metadata_uri(namespace, metarange_id))
+    if data == written:
+        return True
+    return _listed_range_ids(data, metarange_id) == list(range_ids)
+
+
+def _listed_range_ids(data: bytes, metarange_id: str) -> list[str]:
     return [ref.range_id for ref in iter_range_refs(verify_range_file(data, metarange_id))]
 
 
