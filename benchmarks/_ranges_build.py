@@ -1,7 +1,7 @@
 """Build a committed lakeFS repository the way lakeFS's own storage holds it: objects, range files, a metarange.
 
 The link builder (``_repositories.build_repository(method="links")``) costs three requests per object, two of them to
-lakeFS (about 160 objects/s on a quiet 2-core machine: a million objects take 1 h 45). This one writes what a
+lakeFS (its rate is in benchmarks/README.md). This one writes what a
 commit leaves behind, directly:
 
 1. each object's bytes into the repository's storage namespace (MinIO or a local directory, as lakeFS's local
