@@ -5,8 +5,7 @@ build big ones). ``links``, the way a fast real writer builds them: lakeFS hands
 object (``get_physical_address``), the bytes go straight into MinIO with boto3 from many threads, and the
 object is linked into the branch (``link_physical_address``), then one commit; three requests per object (the
 rate is in benchmarks/README.md). ``ranges`` (the default from 50,000 objects): the objects, range files and
-metarange are
-written straight into the namespace as lakeFS's storage holds a commit, and the commit is created through
+metarange are written straight into the namespace as lakeFS's storage holds a commit, and the commit is created through
 lakeFS's commit-record API (``_ranges_build.py``). Either way the objects get ordinary *relative* addresses
 inside the repository's namespace, exactly like uploads through lakeFS, so the engine copies them (the import
 API would give full addresses, which the engine deliberately skips)."""
