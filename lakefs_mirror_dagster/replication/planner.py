@@ -1,7 +1,9 @@
 """Which source commits the destination lacks, parents first.
 
 A commit record is only ever created after all its parents exist at the destination (we create them in
-this order), so a commit that exists there has its whole ancestry there: the walk stops at it.
+this order), so a commit that exists there has its whole ancestry there: the walk stops at it. Down a chain of
+first parents the missing commits therefore come first, and the walk finds where they end by galloping and
+bisecting: a first sync of 5,000 commits asks the destination about 25 questions, not 5,000.
 
 The walk reads the source's commit log from the head, ``log_page_size`` commits a page, and only as far as it
 needs: the missing commits are the newest, so a branch a few commits ahead costs one page, not one request per
@@ -108,18 +110,52 @@ class CommitPlanner:
         missing: dict[str, Commit] = {}
         stack = [head]
         log = self._source.log_commits(self._source_repo, head, page_size=self._log_page_size)
-        for _ in range(_MAX_COMMITS):
-            if not stack:
-                break
+        while stack:
             cid = stack.pop()
             if cid in missing or self.exists_at_destination(cid):
                 continue
-            commit = self._from_log(log, cid)
-            missing[cid] = commit
-            stack.extend(p for p in commit.parents if p not in missing)
-        else:
-            raise ReplicationError(f"history of {head} exceeds {_MAX_COMMITS} missing commits")
+            for commit in self._missing_run(log, cid, missing):
+                missing[commit.id] = commit
+                stack.extend(p for p in commit.parents[1:] if p not in missing)  # merge parents: walked alike
+            if len(missing) > _MAX_COMMITS:
+                raise ReplicationError(f"history of {head} exceeds {_MAX_COMMITS} missing commits")
         return _parents_first(missing)
+
+    def _missing_run(self, log: Iterator[Commit], cid: str, missing: Mapping[str, Commit]) -> list[Commit]:
+        """``cid`` (missing at the destination) and the first parents below it that are missing too, newest first.
+
+        A commit at the destination has its whole ancestry there, so along a first-parent chain the missing
+        commits come first and the present ones after: the boundary is found by galloping down the chain and
+        bisecting (about ``2 log2 n`` questions to the destination for ``n`` missing commits, not ``n``). The
+        chain read from the source's log stops at a commit known present or already found missing."""
+        chain = [self._from_log(log, cid)]
+
+        def reach(index: int) -> int:
+            """Extend the chain towards ``index``; the highest index it has (short of it where the chain ends)."""
+            while len(chain) <= index:
+                parents = chain[-1].parents
+                if not parents or parents[0] in missing or parents[0] in self._present:
+                    break
+                chain.append(self._from_log(log, parents[0]))
+            return min(index, len(chain) - 1)
+
+        low, high, step = 0, len(chain), 1  # chain[low] is missing; chain[high:] is present (or past the end)
+        while True:
+            probe = reach(low + step)
+            if probe == low:
+                high = len(chain)
+                break
+            if self.exists_at_destination(chain[probe].id):
+                high = probe
+                break
+            low, step = probe, step * 2
+        while high - low > 1:
+            middle = (low + high) // 2
+            if self.exists_at_destination(chain[middle].id):
+                high = middle
+            else:
+                low = middle
+        return chain[:high]
 
 
 def _parents_first(commits: dict[str, Commit]) -> list[Commit]:

@@ -51,3 +51,69 @@ def test_a_head_missing_from_its_own_log_is_refused_with_the_same_message(log_fa
     asked = "a" * 64
     with pytest.raises(ReplicationError, match=f"answered commit {'f' * 64} when asked for {asked}"):
         planner.missing_commits(asked)
+
+
+def _history(n: int, merges: dict[int, int] | None = None) -> list[Commit]:
+    """``n`` commits on one line (index 0 the root), commit ``i`` merging side commit ``merges[i]`` of a side
+    line of its own when given; newest last."""
+    commits: list[Commit] = []
+    for i in range(n):
+        parents = (commits[-1].id,) if commits else ()
+        if merges and i in merges:
+            side = Commit(f"{i:063d}s", (commits[merges[i]].id,), "c", f"side {i}", i, "m" * 64, {}, generation=i)
+            commits.append(side)
+            parents = (*parents, side.id)
+        commits.append(Commit(f"{i:064d}", parents, "c", f"c {i}", i, "m" * 64, {}, generation=i + 1))
+    return commits
+
+
+class _Log:
+    """A source whose log lists ``commits`` newest first."""
+
+    def __init__(self, commits: list[Commit]) -> None:
+        self.by_id = {c.id: c for c in commits}
+        self.commits = commits
+
+    def get_commit(self, repo: str, commit_id: str) -> Commit:
+        return self.by_id[commit_id]
+
+    def log_commits(self, repo: str, ref: str, *, page_size: int) -> Iterator[Commit]:
+        yield from reversed(self.commits)
+
+
+class _Present:
+    """A destination holding ``present`` commits, counting the questions asked of it."""
+
+    def __init__(self, present: set[str]) -> None:
+        self.present = present
+        self.asked = 0
+
+    def get_commit(self, repo: str, commit_id: str) -> Commit:
+        self.asked += 1
+        if commit_id not in self.present:
+            raise LakeFSNotFound(f"commit {commit_id} not found", status=404)
+        return Commit(commit_id, (), "c", "m", 0, "m" * 64, {})
+
+
+@pytest.mark.parametrize("present", [0, 1, 700, 999])
+def test_the_missing_commits_of_a_long_line_cost_the_destination_a_few_questions(present: int) -> None:
+    line = _history(1000)
+    mirror = _Present({c.id for c in line[:present]})
+    planner = CommitPlanner(_Log(line), "repo", mirror, "mirror")  # type: ignore[arg-type]
+    missing = planner.missing_commits(line[-1].id)
+    assert [c.id for c in missing] == [c.id for c in line[present:]]
+    assert mirror.asked <= 24, f"{mirror.asked} questions to the destination for {1000 - present} missing commits"
+
+
+@pytest.mark.parametrize("present", [0, 5, 60])
+def test_merge_parents_and_their_lines_are_found_missing_too(present: int) -> None:
+    commits = _history(120, merges={40: 10, 90: 70})
+    ids = [c.id for c in commits]
+    # what a mirror can hold: a commit with all its ancestors, here the first ``present`` of the main line
+    mirror = _Present(set(ids[: ids.index(f"{present:064d}")]) if present else set())
+    planner = CommitPlanner(_Log(commits), "repo", mirror, "mirror")  # type: ignore[arg-type]
+    missing = [c.id for c in planner.missing_commits(ids[-1])]
+    assert set(missing) == set(ids) - mirror.present
+    assert all(
+        missing.index(p) < missing.index(c.id) for c in commits if c.id in missing for p in c.parents if p in missing
+    )
