@@ -1,24 +1,29 @@
 """The history one ref needs at the destination, transferred and validated: a ref's ``prepare``.
 
 For each metarange of the commits the mirror lacks, in order: its new ranges' objects and range files (the
-transferer), the metarange file, then validation at the destination. Nothing here moves a ref or writes a commit
-record (``promotion.py``); a history with a failed validation is returned with the error, to be blocked.
+transferer), the metarange file; then validation at the destination. Validation and its marks are done for a
+window of ``VALIDATION_WINDOW`` metaranges at once (one validator call, one mirrors-database transaction for the
+ranges and one for the metaranges), so a long history does not pay them commit by commit. Nothing here moves a
+ref or writes a commit record (``promotion.py``); a history with a failed validation is returned with the error,
+to be blocked.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import logging
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 
-from ..graveler import RangeRef, iter_range_refs, verify_range_file
+from ..graveler import RangeRef, SSTableError, iter_range_refs, verify_range_file
 from ..graveler import commit_id as compute_commit_id
-from ..lakefs import Commit
+from ..lakefs import Commit, LakeFSError
 from ..logs import log_fields
-from ..storage import ObjectStat
+from ..storage import ObjectStat, StorageError
 from .aside import aside
 from .errors import ReplicationError
 from .failpoints import failpoint
@@ -27,19 +32,26 @@ from .planner import CommitPlanner
 from .plugs import RangeBatch, RangeTransferer, RangeValidator, SyncingRef, ValidatedCache, ref_label
 from .prefetch import MetadataPrefetch
 from .progress import ProgressReporter
+from .range_changes import range_changes
 from .range_transfer import RangeSource, put_metadata_file
 from .read_ahead import RangeReadAhead
 from .results import RefKind, TransferStats
 from .settings import EngineSettings
 from .source import RepositorySource
-from .validation import MAX_REPORTED, describe_failure, metadata_uri, stored_metarange_lists
+from .validation import MAX_REPORTED, base_reader, describe_failure, metadata_uri, stored_metarange_lists
 
-__all__ = ["PREFETCH_WORKERS", "HistoryTransfer", "PreparedRef"]
+__all__ = ["PREFETCH_WORKERS", "VALIDATION_WINDOW", "HistoryTransfer", "PreparedRef"]
 
 log = logging.getLogger(__name__)
 
 #: Threads reading a history's metadata files ahead (``MetadataPrefetch``): round trips overlapped at once.
 PREFETCH_WORKERS = 8
+#: Metaranges transferred before their validation and marks are done together.
+VALIDATION_WINDOW = 32
+#: Metaranges whose objects, range files and metarange file are written at once (in-process transfer only).
+WRITERS = 4
+#: Metaranges whose ranges are kept by ID: the parents of the next commits, whose ranges theirs rewrite.
+_RECENT_METARANGES = 64
 
 
 @dataclass
@@ -52,6 +64,20 @@ class PreparedRef:
     commits: list[Commit]
     stats: TransferStats
     error: str | None = None
+
+
+@dataclass
+class _Window:
+    """What the pass wrote and has not validated yet, in the order it was written: new ranges (each with its
+    bases) and metaranges (with their bytes and the ranges they list)."""
+
+    ranges: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    metaranges: list[tuple[str, bytes, list[str]]] = field(default_factory=list)
+    #: Each metarange's writes, in the same order: the ranges new in it, and its errors and the figures of its
+    #: transfer once written.
+    writes: list[tuple[list[str], Future[tuple[list[str], TransferStats]]]] = field(default_factory=list)
+    #: What the mirrors database answered for files not yet intact: each one's fingerprint, None if not validated.
+    looked_up: dict[str, str | None] = field(default_factory=dict)
 
 
 class HistoryTransfer:
@@ -115,16 +141,29 @@ class HistoryTransfer:
                 self.source, order, before=parents, workers=PREFETCH_WORKERS, copy_ahead=ahead
             )
             prefetch.advance(0)
-        try:
+        with contextlib.ExitStack() as closing:
+            if prefetch is not None:
+                closing.callback(prefetch.close)
             parent_ranges = self._parent_ranges(commits) if prefetch is None else parents.result()
-            bases = {r.range_id: r for r in parent_ranges}
+            bases = {r.range_id: r for refs in parent_ranges.values() for r in refs}
+            recent: OrderedDict[str, list[RangeRef]] = OrderedDict(parent_ranges)
+            window = _Window()
+            if self.transferer is self.in_process:  # metaranges written at once; any other transferer, in turn
+                writers = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="metarange-writer")
+                closing.callback(writers.shutdown, cancel_futures=True)
+            else:
+                writers = None
             for i, (metarange_id, commit) in enumerate(first_commit.items()):
                 if prefetch is not None:
                     prefetch.advance(i)
-                errors.extend(self._metarange(metarange_id, commit, stats, intact, bases, reader, syncing))
-        finally:
-            if prefetch is not None:
-                prefetch.close()
+                errors.extend(
+                    self._metarange(
+                        metarange_id, commit, stats, intact, bases, recent, reader, syncing, window, writers
+                    )
+                )
+                if len(window.metaranges) >= VALIDATION_WINDOW:
+                    errors.extend(self._validate_window(window, stats, intact, syncing))
+            errors.extend(self._validate_window(window, stats, intact, syncing))
         if errors:
             why = "validation failed" if self.settings.copy_objects else "waiting for the store's replication"
             prepared.error = f"{why}, not promoted: " + "; ".join(errors[:MAX_REPORTED])
@@ -137,37 +176,91 @@ class HistoryTransfer:
         stats: TransferStats,
         intact: set[str],
         bases: dict[str, RangeRef],
+        recent: OrderedDict[str, list[RangeRef]],
         reader: RangeSource,
         syncing: SyncingRef,
+        window: _Window,
+        writers: ThreadPoolExecutor | None,
     ) -> list[str]:
-        """Copy a metarange's new ranges (objects first) and the metarange, then validate it all. ``bases``
-        (ranges of earlier commits by ID, each once however many commits list it) grows by this metarange's
-        ranges for the commits after it. ``reader`` reads the source's metadata files (the source itself, or a
-        ``MetadataPrefetch`` over it)."""
+        """Copy a metarange's new ranges (objects first) and the metarange into ``window``, to be validated with
+        it. ``bases`` (ranges of earlier commits by ID, each once however many commits list it) grows by this
+        metarange's ranges; a new range's bases are the overlapping ranges of its commit's parents, when their
+        metaranges are among the ``recent`` ones (else all of ``bases``), which this one joins. ``reader`` reads
+        the source's metadata files (the source itself, or a ``MetadataPrefetch`` over it)."""
         data = reader.read_metadata("meta_range", metarange_id)
         refs = reader.range_refs(metarange_id, data) if isinstance(reader, MetadataPrefetch) else None
         if refs is None:
             refs = list(iter_range_refs(verify_range_file(data, metarange_id)))
+        parents = self._parents_ranges(commit, recent)
+        recent[metarange_id] = refs
+        while len(recent) > _RECENT_METARANGES:
+            recent.popitem(last=False)
         range_ids = [ref.range_id for ref in refs]
-        cached = self._validated_before([metarange_id, *range_ids], intact)
+        cached = self._validated_before([metarange_id, *range_ids], intact, window, reader)
         ahead = RangeReadAhead(reader) if self.transferer is self.in_process else None
         if ahead is not None:  # never validated here: read from the source while the others' copies are looked at
-            for range_id in (r for r in range_ids if r not in cached and r not in intact):
+            for range_id in (r for r in range_ids if r not in cached and r not in intact and r not in window.ranges):
+                if isinstance(reader, MetadataPrefetch) and reader.holds("range", range_id):
+                    continue  # on its way already
                 if not ahead.start(range_id):
                     break
-        known = self._intact([metarange_id, *range_ids], intact, stats, cached)
-        new_ranges = self._with_bases([r for r in refs if r.range_id not in known], bases, intact, stats)
+        known = self._intact([metarange_id, *range_ids], intact, stats, cached) | window.ranges.keys()
+        candidates = parents if parents is not None else bases.values()
+        new_ranges = self._with_bases([r for r in refs if r.range_id not in known], candidates, intact, stats, window)
         for r in refs:
             bases.setdefault(r.range_id, r)
         stats.ranges_skipped += len(range_ids) - len(new_ranges)
         if metarange_id in known and not new_ranges:
             return []
+        if new_ranges:
+            self.progress.batch_planned((r for r in refs if r.range_id in new_ranges), ref=syncing.label)
+        if writers is not None and ahead is not None:
+            self._compare_in_order(new_ranges, ahead, reader)
+        write = functools.partial(self._write, metarange_id, data, commit, new_ranges, reader, syncing, ahead)
+        if writers is None:
+            done: Future[tuple[list[str], TransferStats]] = Future()
+            done.set_result(write())
+        else:
+            done = writers.submit(write)
+        window.ranges.update(new_ranges)
+        window.metaranges.append((metarange_id, data, range_ids))
+        window.writes.append((list(new_ranges), done))
+        return []
+
+    def _compare_in_order(self, new_ranges: RangeBatch, ahead: RangeReadAhead, reader: RangeSource) -> None:
+        """Each new range compared with its bases now, in the pass's order, its bytes held for its writer: a
+        range whose base is a range of an earlier commit still being written finds that base remembered
+        (``VerifiedRanges``), not missing at the destination. A range that cannot be read or decoded is left to
+        its writer, which reports it as the transfer always did."""
+        read_base = base_reader(self.dst_store, self.dst_ns)
+        for range_id, range_bases in new_ranges.items():
+            try:
+                early = reader.early(range_id) if isinstance(reader, MetadataPrefetch) else None
+                data = early if early is not None else ahead.read_metadata("range", range_id)
+                range_changes(data, range_id, range_bases, read_base, self.in_process.reads)
+            except (SSTableError, StorageError, LakeFSError):
+                continue
+            ahead.hold(range_id, data)
+
+    def _write(
+        self,
+        metarange_id: str,
+        data: bytes,
+        commit: Commit,
+        new_ranges: RangeBatch,
+        reader: RangeSource,
+        syncing: SyncingRef,
+        ahead: RangeReadAhead | None,
+    ) -> tuple[list[str], TransferStats]:
+        """A metarange's writes: its new ranges' objects and range files, then the metarange file. Its errors
+        (objects that could not be copied: the metarange is then not written) and its transfer's figures."""
+        stats = TransferStats()
         ref = syncing.label
         try:
-            failed_before = stats.failed_object_count
             if new_ranges:
-                self.progress.batch_planned((r for r in refs if r.range_id in new_ranges), ref=ref)
-                handled_before, bytes_before = stats.objects_handled, stats.bytes_copied
+                if isinstance(reader, MetadataPrefetch):  # its objects copied ahead first, counted as copied
+                    for range_id in new_ranges:
+                        reader.settle(range_id)
                 self.transferer(new_ranges, commit, stats, dataclasses.replace(syncing, ahead=ahead))
                 if isinstance(reader, MetadataPrefetch):  # what was copied ahead, the pass found present
                     for range_id in new_ranges:
@@ -177,68 +270,117 @@ class HistoryTransfer:
                         stats.objects_skipped -= moved
                         stats.bytes_copied += nbytes if moved == copied else 0
                 self.progress.batch_done(
-                    ranges=len(new_ranges),
-                    objects=stats.objects_handled - handled_before,
-                    copied_bytes=stats.bytes_copied - bytes_before,
-                    ref=ref,
+                    ranges=len(new_ranges), objects=stats.objects_handled, copied_bytes=stats.bytes_copied, ref=ref
                 )
-            if stats.failed_object_count > failed_before:
+            if stats.failed_object_count:
                 examples = ", ".join(stats.failed_objects[:5])
-                return [f"{stats.failed_object_count - failed_before} object(s) could not be copied, e.g. {examples}"]
+                return [f"{stats.failed_object_count} object(s) could not be copied, e.g. {examples}"], stats
             keep_present = not self.settings.copy_objects
             if not put_metadata_file(self.dst_store, self.dst_ns, metarange_id, data, keep_present=keep_present):
                 stats.metadata_files_present += 1
             failpoint("after_metarange_file")
-            self.progress.validation_started(len(new_ranges), ref=ref)
-            try:
-                return self._validate_metarange(metarange_id, data, range_ids, new_ranges, stats, intact)
-            finally:
-                self.progress.validation_done(len(new_ranges), ref=ref)
-        finally:  # kept for this metarange's validation only, so what a pass holds stays bounded
-            self.in_process.reads.forget([*new_ranges, *(b for bs in new_ranges.values() for b in bs)])
+            return [], stats
+        finally:
             if ahead is not None:
                 ahead.discard()
 
-    def _validate_metarange(
-        self,
-        metarange_id: str,
-        data: bytes,
-        range_ids: list[str],
-        new_ranges: RangeBatch,
-        stats: TransferStats,
-        intact: set[str],
+    def _validate_window(
+        self, window: _Window, stats: TransferStats, intact: set[str], syncing: SyncingRef
     ) -> list[str]:
-        """Check the metarange file (``data`` were written, and list ``range_ids``) and validate its new ranges at
-        the destination; mark what passed."""
+        """Validate what ``window`` holds at the destination, its new ranges in one call of the validator and its
+        metarange files on the validator's threads, then mark what passed: the ranges first (each only once its
+        bases passed too, since its entries identical to theirs were taken on trust), then each metarange all of
+        whose ranges are intact. Empties the window."""
+        ranges, metaranges, writes = dict(window.ranges), list(window.metaranges), list(window.writes)
+        window.ranges.clear()
+        window.metaranges.clear()
+        window.writes.clear()
         errors: list[str] = []
-        metarange_stat = self._stat_metadata(metarange_id)
-        lists = metarange_stat is not None and stored_metarange_lists(
-            self.dst_store, self.dst_ns, metarange_id, range_ids, written=data
-        )
-        if not lists:
-            errors.append(f"metarange {metarange_id} at the destination does not match the source")
-        validations = self.validator(new_ranges) if new_ranges else []
+        failed: set[str] = set()
+        unwritten: set[str] = set()  # new ranges of metaranges whose writes failed: neither validated nor marked
+        for (metarange_id, _, _), (new_range_ids, write) in zip(metaranges, writes, strict=True):
+            write_errors, write_stats = write.result()
+            stats.add(write_stats)
+            if write_errors:
+                errors.extend(write_errors)
+                failed.add(metarange_id)
+                unwritten.update(new_range_ids)
+        if failed:
+            ranges = {r: b for r, b in ranges.items() if r not in unwritten}
+            self.in_process.reads.forget(unwritten)
+            metaranges = [m for m in metaranges if m[0] not in failed]
+        if not metaranges:
+            return errors
+        ref = syncing.label
+        self.progress.validation_started(len(ranges), ref=ref)
+        try:
+            workers = max(1, min(self.settings.validator_workers, len(metaranges)))
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="metarange-check") as pool:
+                stored = pool.map(lambda m: self._stored_metarange(*m), metaranges)
+                validations = self.validator(ranges) if ranges else []
+                checked = list(stored)
+        finally:
+            self.progress.validation_done(len(ranges), ref=ref)
+            self.in_process.reads.forget([*ranges, *(b for bs in ranges.values() for b in bs)])
         stats.ranges_validated += len(validations)
         stats.objects_validated_by_size += sum(v.checked_by_size for v in validations)
         stats.objects_missing += sum(v.missing_count for v in validations)
-        good = {v.range_id: v.fingerprint for v in validations if v.ok}
+        passed = {v.range_id: v for v in validations if v.ok}
+        good: dict[str, str] = {}
+        for range_id, range_bases in ranges.items():  # in the order written: bases written here come first
+            if range_id in passed and all(b in intact or b in good for b in range_bases):
+                good[range_id] = passed[range_id].fingerprint
         if good:
             self.validated.mark_ranges_validated(self.validation_key, good)
             intact.update(good)
-        for v in validations:
-            if not v.ok:
-                errors.append(describe_failure(v))
-        if not errors and metarange_stat is not None:
+        errors.extend(describe_failure(v) for v in validations if not v.ok)
+        marks: dict[str, str] = {}
+        for (metarange_id, _, range_ids), fingerprint in zip(metaranges, checked, strict=True):
+            if fingerprint is None:
+                errors.append(f"metarange {metarange_id} at the destination does not match the source")
+            elif all(r in intact for r in range_ids):
+                marks[metarange_id] = fingerprint
+        if marks:
             failpoint("before_mark_validated")
-            self.validated.mark_ranges_validated(self.validation_key, {metarange_id: metarange_stat.fingerprint})
-            intact.add(metarange_id)
+            self.validated.mark_ranges_validated(self.validation_key, marks)
+            intact.update(marks)
         return errors
 
-    def _validated_before(self, file_ids: Sequence[str], intact: set[str]) -> Mapping[str, str]:
-        """The files among ``file_ids`` not yet found intact in this pass that were validated earlier, each with
-        the fingerprint it had then (``_intact`` looks at their copies)."""
-        todo = [f for f in dict.fromkeys(file_ids) if f not in intact]
-        return self.validated.validated_ranges(self.validation_key, todo) if todo else {}
+    def _stored_metarange(self, metarange_id: str, data: bytes, range_ids: list[str]) -> str | None:
+        """The fingerprint of the metarange file at the destination when it hashes to its ID and lists
+        ``range_ids`` (``data`` were written there); None when it does not."""
+        stat = self._stat_metadata(metarange_id)
+        if stat is None or not stored_metarange_lists(
+            self.dst_store, self.dst_ns, metarange_id, range_ids, written=data
+        ):
+            return None
+        return stat.fingerprint
+
+    def _validated_before(
+        self,
+        file_ids: Sequence[str],
+        intact: set[str],
+        window: _Window | None = None,
+        reader: RangeSource | None = None,
+    ) -> Mapping[str, str]:
+        """The files among ``file_ids`` not yet found intact (nor written, in ``window``) in this pass that were
+        validated earlier, each with the fingerprint it had then (``_intact`` looks at their copies). With a
+        ``MetadataPrefetch`` as ``reader``, the files of the metaranges it has read ahead are asked about in the
+        same question (``window.looked_up`` keeps the answers), so a history costs the mirrors database one
+        question per window of commits, not one per commit."""
+        written = window.ranges if window is not None else {}
+        todo = [f for f in dict.fromkeys(file_ids) if f not in intact and f not in written]
+        if window is None or not todo:
+            return self.validated.validated_ranges(self.validation_key, todo) if todo else {}
+        unknown = [f for f in todo if f not in window.looked_up]
+        if unknown:
+            if isinstance(reader, MetadataPrefetch):
+                ahead = (f for mid, refs in reader.decoded().items() for f in (mid, *(r.range_id for r in refs)))
+                unknown.extend(f for f in ahead if f not in intact and f not in written and f not in window.looked_up)
+            unknown = list(dict.fromkeys(unknown))[: 64 * VALIDATION_WINDOW]
+            found = self.validated.validated_ranges(self.validation_key, unknown)
+            window.looked_up.update({f: found.get(f) for f in unknown})
+        return {f: fp for f in todo if (fp := window.looked_up.get(f)) is not None}
 
     def _intact(
         self, file_ids: Sequence[str], intact: set[str], stats: TransferStats, cached: Mapping[str, str] | None = None
@@ -269,27 +411,46 @@ class HistoryTransfer:
             intact.update(set(ids).difference(changed))
         return {f for f in file_ids if f in intact}
 
-    def _parent_ranges(self, commits: Sequence[Commit]) -> list[RangeRef]:
-        """The ranges of the parents already at the mirror: the ones new ranges are most likely rewrites of."""
+    def _parent_ranges(self, commits: Sequence[Commit]) -> dict[str, list[RangeRef]]:
+        """The ranges of the parents already at the mirror, by metarange: the ones new ranges are most likely
+        rewrites of."""
         in_batch = {c.id for c in commits}
         parents = [p for c in commits for p in c.parents if p not in in_batch]
         metaranges = dict.fromkeys(self.planner.source_commit(p).metarange_id for p in parents)
-        refs: list[RangeRef] = []
-        for metarange_id in filter(None, metaranges):
-            data = self.source.read_metadata("meta_range", metarange_id)
-            refs.extend(iter_range_refs(verify_range_file(data, metarange_id)))
-        return refs
+        read = self.source.read_metadata
+        return {
+            metarange_id: list(iter_range_refs(verify_range_file(read("meta_range", metarange_id), metarange_id)))
+            for metarange_id in filter(None, metaranges)
+        }
+
+    def _parents_ranges(self, commit: Commit, recent: OrderedDict[str, list[RangeRef]]) -> list[RangeRef] | None:
+        """The ranges of ``commit``'s parents when each parent's metarange is among the ``recent`` ones (those
+        of the parents outside the history, and the last ones the pass worked on), else None."""
+        found: list[RangeRef] = []
+        for parent in commit.parents:
+            refs = recent.get(self.planner.source_commit(parent).metarange_id)
+            if refs is None:
+                return None
+            found.extend(refs)
+        return found
 
     def _with_bases(
-        self, new: Sequence[RangeRef], bases: Mapping[str, RangeRef], intact: set[str], stats: TransferStats
+        self,
+        new: Sequence[RangeRef],
+        candidates: Iterable[RangeRef],
+        intact: set[str],
+        stats: TransferStats,
+        window: _Window,
     ) -> dict[str, tuple[str, ...]]:
-        """Each new range with the intact validated ranges whose key spans overlap it."""
+        """Each new range with the ranges among ``candidates`` whose key spans overlap it and that are intact
+        validated ranges or were written in this ``window`` (validated with it, and marked only after them)."""
         new_ids = {r.range_id for r in new}
+        pool = list(candidates)
         overlapping = {
-            r.range_id: [b.range_id for b in bases.values() if b.range_id not in new_ids and _overlap(b, r)]
-            for r in new
+            r.range_id: [b.range_id for b in pool if b.range_id not in new_ids and _overlap(b, r)] for r in new
         }
-        usable = self._intact([b for ids in overlapping.values() for b in ids], intact, stats)
+        asked = [b for ids in overlapping.values() for b in ids if b not in window.ranges]
+        usable = self._intact(asked, intact, stats) | window.ranges.keys()
         return {rid: tuple(dict.fromkeys(b for b in ids if b in usable)) for rid, ids in overlapping.items()}
 
     def _stat_metadata(self, file_id: str) -> ObjectStat | None:

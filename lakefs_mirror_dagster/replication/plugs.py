@@ -50,7 +50,6 @@ RangeBatch = Mapping[str, Sequence[str]]
 RangeValidator = Callable[[RangeBatch], list[RangeValidation]]
 
 
-
 def ref_label(kind: RefKind, name: str) -> str:
     """``"<kind> <name>"``: how progress names a ref in flight."""
     return f"{kind} {name}"

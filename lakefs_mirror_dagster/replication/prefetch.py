@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from ..graveler import RangeRef, iter_range_refs, verify_range_file
 from ..storage import Blockstore
@@ -52,7 +52,7 @@ class MetadataPrefetch:
         source: RangeSource,
         metaranges: Sequence[str],
         *,
-        before: Sequence[RangeRef] | Future[list[RangeRef]] = (),
+        before: Mapping[str, Sequence[RangeRef]] | Future[dict[str, list[RangeRef]]] | None = None,
         window: int = 16,
         workers: int = 8,
         max_ranges: int = 2,
@@ -64,7 +64,7 @@ class MetadataPrefetch:
         self.window = window
         self.max_ranges = max_ranges
         self.max_bytes = max_bytes
-        self._before = before  # the ranges before the first metarange (or their read, still on its way)
+        self._before = before  # the ranges before the first metarange by metarange (or their read, on its way)
         self.copy_ahead = copy_ahead
         #: Range ID -> (objects, bytes) ``copy_ahead`` copied for it; the pass folds them into its ref's stats.
         self.copied_ahead: dict[str, tuple[int, int]] = {}
@@ -120,6 +120,34 @@ class MetadataPrefetch:
     def object_location(self, commit_id: str, key: str, address: str) -> tuple[Blockstore, str]:
         return self.source.object_location(commit_id, key, address)
 
+    def holds(self, kind: str, file_id: str) -> bool:
+        """Whether a read of this file was started ahead (``read_metadata`` then waits for it, not for a new one)."""
+        with self._lock:
+            return (kind, file_id) in self._files
+
+    def early(self, range_id: str) -> bytes | None:
+        """A range file's bytes read ahead, as soon as read (before its copy ahead is done); None when no read of
+        it was started or it failed."""
+        with self._lock:
+            raw = self._raw.get(range_id)
+        try:
+            return raw.result() if raw is not None else None
+        except Exception:  # read again by whoever asks for it, and reported there
+            return None
+
+    def settle(self, range_id: str) -> None:
+        """Wait until the read ahead of this range and its copy ahead are done, if they were started (whether
+        they failed or not: the pass reads and copies whatever they did not)."""
+        with self._lock:
+            future = self._files.get(("range", range_id))
+        if future is not None:
+            wait([future])
+
+    def decoded(self) -> dict[str, list[RangeRef]]:
+        """The ranges of every metarange read ahead and decoded so far, by metarange (without waiting for any)."""
+        with self._lock:
+            return {metarange_id: list(refs) for metarange_id, (_, refs) in self._refs.items()}
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
@@ -155,7 +183,7 @@ class MetadataPrefetch:
                 before = self._before.result() if isinstance(self._before, Future) else self._before
             except Exception:  # the pass reads them itself and reports its error
                 return {}
-            return {r.range_id: r for r in before}
+            return {r.range_id: r for refs in (before or {}).values() for r in refs}
         previous_id = self.metaranges[j - 1]
         with self._lock:
             future = self._files.get(("meta_range", previous_id))

@@ -39,6 +39,13 @@ class RangeReadAhead:
             )
         return True
 
+    def hold(self, range_id: str, data: bytes) -> None:
+        """Hand ``data``, the range file read already, to the next ``read_metadata`` of ``range_id``."""
+        done: Future[bytes] = Future()
+        done.set_result(data)
+        with self._lock:
+            self._pending[range_id] = done
+
     def read_metadata(self, kind: str, file_id: str) -> bytes:
         """The bytes a read ahead got (or its error, raised as the read would have raised it), else a read now."""
         with self._lock:

@@ -134,6 +134,8 @@ class TransferStats:
                 setattr(self, name, getattr(self, name) + value)
         self.full_address_examples.extend(other.full_address_examples[: 20 - len(self.full_address_examples)])
         self.failed_objects.extend(other.failed_objects[: 20 - len(self.failed_objects)])
+        for path in filter(None, other.transfer_path.split("+")):
+            self.note_path(path)
 
 
 @dataclass
