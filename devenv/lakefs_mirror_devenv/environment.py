@@ -156,17 +156,19 @@ def environment_up(
 
 def _check_links(links: tuple[LinkSpec, ...], regions: tuple[RegionSpec, ...]) -> None:
     """Refuse, before anything starts, links naming unknown regions, two links into one region, two links out
-    of one region, or ``source_stores`` from a region on the local blockstore (a directory, not a network)."""
+    of one region, or ``source_stores`` / ``dest_store`` of a region on the local blockstore (a directory, not a
+    network)."""
     by_name = {r.name: r for r in regions}
     for link in links:
         for end in (link.src, link.dst):
             if end not in by_name:
                 raise DevenvError(f"link {link.src}->{link.dst}: no region {end!r} (have {sorted(by_name)})")
-        if link.source_stores and by_name[link.src].minio is None:
-            raise DevenvError(
-                f"link {link.src}->{link.dst}: source_stores=on needs {link.src} on MinIO (NAME=s3:MINIO); "
-                "a local blockstore is a directory, which no link can slow down"
-            )
+        for key, end in (("source_stores", link.src), ("dest_store", link.dst)):
+            if getattr(link, key) and by_name[end].minio is None:
+                raise DevenvError(
+                    f"link {link.src}->{link.dst}: {key}=on needs {end} on MinIO (NAME=s3:MINIO); "
+                    "a local blockstore is a directory, which no link can slow down"
+                )
     for end in ("src", "dst"):
         names = [getattr(link, end) for link in links]
         if len(set(names)) != len(names):
@@ -178,15 +180,20 @@ def _host_port(endpoint: str) -> str:
 
 
 def _link_proxies(env: Environment, link: LinkSpec) -> dict[str, Any]:
-    """The source lakeFS's proxy of ``link`` (the store's was made before its lakeFS started); its record."""
+    """The source lakeFS's proxy of ``link`` (the source store's was made before its lakeFS started) and, with
+    ``dest_store``, the destination store's (only its sync's config names it: its lakeFS stays next to it); the
+    link's record."""
     assert env.toxiproxy is not None
-    src = env.region(link.src)
-    lakefs_proxy = f"{link.src}-lakefs"
-    env.toxiproxy.add_proxy(lakefs_proxy, _host_port(src.endpoint))
-    env.toxiproxy.shape(lakefs_proxy, link)
-    proxies = {"lakefs": lakefs_proxy}
+    proxies = {"lakefs": f"{link.src}-lakefs"}
+    env.toxiproxy.add_proxy(proxies["lakefs"], _host_port(env.region(link.src).endpoint))
+    env.toxiproxy.shape(proxies["lakefs"], link)
     if f"{link.src}-store" in env.toxiproxy.proxies:
         proxies["store"] = f"{link.src}-store"
+    dst_minio = env.region(link.dst).minio
+    if link.dest_store and dst_minio is not None:
+        proxies["dest_store"] = f"{link.dst}-dest-store"
+        env.toxiproxy.add_proxy(proxies["dest_store"], _host_port(env.minio[dst_minio].endpoint))
+        env.toxiproxy.shape(proxies["dest_store"], link)
     return {**asdict(link), "proxies": proxies}
 
 

@@ -3,7 +3,9 @@
 Everything the destination region's sync sends to the source region goes through Toxiproxy proxies: the source
 lakeFS (its API and S3 gateway share one address) and, when the source is on MinIO, its store (the URLs the
 source lakeFS presigns name the proxy, through lakeFS's ``blockstore.s3.pre_signed_endpoint``; with
-``source_stores=on`` the destination also reads the store directly through it). Each proxy carries latency
+``source_stores=on`` the destination also reads the store directly through it). With ``dest_store=on`` the
+destination's sync also writes to its own store through a proxy (a sync running far from the store it fills);
+the destination's lakeFS keeps its store next to it. Each proxy carries latency
 (``rtt/2`` each way, with ``jitter``) and bandwidth (``rate`` each way) toxics; tests add fault toxics
 (``reset_peer``, ``timeout``, ``limit_data``, ...) on top through the same HTTP API or ``toxiproxy-cli``.
 
@@ -30,7 +32,7 @@ _RATE = re.compile(r"^(?P<n>\d+(?:\.\d+)?)(?P<unit>[kKMG]bit)$")
 _RATE_BITS = {"kbit": 1e3, "Kbit": 1e3, "Mbit": 1e6, "Gbit": 1e9}
 _SWITCH = {"on": True, "yes": True, "true": True, "off": False, "no": False, "false": False}
 _SPEC_HELP = (
-    "expected SRC->DST:rtt=80ms,jitter=5ms,rate=200Mbit[,source_stores=on] "
+    "expected SRC->DST:rtt=80ms,jitter=5ms,rate=200Mbit[,source_stores=on][,dest_store=on] "
     "(rtt and jitter in ms or s, rate in kbit, Mbit or Gbit per second; every key optional)"
 )
 
@@ -47,6 +49,9 @@ class LinkSpec:
     rate_bits: float = 0.0
     #: Whether the destination's config reads the source's store directly (``source_stores``), through the link.
     source_stores: bool = False
+    #: Whether the destination's config (its ``blockstore``, which its sync writes to) names its own store through
+    #: a proxy of the link.
+    dest_store: bool = False
 
     @property
     def rate_kb_per_s(self) -> int:
@@ -80,9 +85,9 @@ def parse_link_spec(text: str) -> LinkSpec:
             if m is None or float(m["n"]) <= 0:
                 raise DevenvError(f"bad link {text!r}: rate={value} is not a rate such as 200Mbit, 512kbit or 1Gbit")
             values[key] = float(m["n"]) * _RATE_BITS[m["unit"]]
-        elif key == "source_stores":
+        elif key in ("source_stores", "dest_store"):
             if value.lower() not in _SWITCH:
-                raise DevenvError(f"bad link {text!r}: source_stores={value} is not on or off")
+                raise DevenvError(f"bad link {text!r}: {key}={value} is not on or off")
             values[key] = _SWITCH[value.lower()]
         else:
             raise DevenvError(f"bad link {text!r}: unknown key {key!r}; {_SPEC_HELP}")
@@ -95,6 +100,7 @@ def parse_link_spec(text: str) -> LinkSpec:
         jitter_ms=values.get("jitter", 0.0),
         rate_bits=values.get("rate", 0.0),
         source_stores=values.get("source_stores", False),
+        dest_store=values.get("dest_store", False),
     )
 
 

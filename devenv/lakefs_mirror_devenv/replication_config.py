@@ -4,8 +4,9 @@ Every region gets ``replication-<region>.yaml`` in the state dir: its own lakeFS
 the others in ``dst_endpoints``, its blockstore exactly as its lakeFS has it, the admin credentials of each
 region, and one mirrors database shared by all regions (a SQLite file by default, PostgreSQL or DynamoDB
 Local if the environment runs one). A region at the end of a link (``devenv up --link SRC->DST:...``) reaches
-its link's source through the link's proxies: ``dst_endpoints`` names the source lakeFS's proxy, and with
-``source_stores=on`` ``source_stores`` names the source store's.
+its link's source through the link's proxies: ``dst_endpoints`` names the source lakeFS's proxy, with
+``source_stores=on`` ``source_stores`` names the source store's, and with ``dest_store=on`` its own ``blockstore``
+(what its sync writes to) names its own store's.
 """
 
 from __future__ import annotations
@@ -46,21 +47,22 @@ def replication_config_dict(env: Environment, region: str, *, mirrors_url: str |
         database = {"type": "sqlite", "sqlite": {"path": str(Path(env.state_dir) / "mirrors.db")}}
     endpoints = {name: r.endpoint for name, r in others.items()}
     source_stores: dict[str, Any] = {}
+    blockstore = me.blockstore
     link = env.link_into(region)
     if link is not None and env.toxiproxy is not None:
         proxies = env.toxiproxy.proxies
         endpoints[link["src"]] = f"http://{proxies[link['proxies']['lakefs']]}"
         if link["source_stores"]:
-            src_store = env.region(link["src"]).blockstore
-            store_url = f"http://{proxies[link['proxies']['store']]}"
-            source_stores[link["src"]] = {**src_store, "s3": {**src_store["s3"], "endpoint": store_url}}
+            source_stores[link["src"]] = _through(env.region(link["src"]).blockstore, proxies[link["proxies"]["store"]])
+        if "dest_store" in link["proxies"]:
+            blockstore = _through(blockstore, proxies[link["proxies"]["dest_store"]])
     config: dict[str, Any] = {
         "region": region,
         "organization_id": "devenv",
         "regional_endpoint": me.endpoint,
         "dst_endpoints": endpoints,
         "mirrors_database": database,
-        "blockstore": me.blockstore,
+        "blockstore": blockstore,
         "auth": {"encrypt": {"secret_key": me.auth_secret_key}},
         "listen_address": "127.0.0.1:8008",
         "lakefs": {"access_key_id": me.access_key_id, "secret_access_key": me.secret_access_key},
@@ -78,6 +80,11 @@ def replication_config_dict(env: Environment, region: str, *, mirrors_url: str |
     if source_stores:
         config["source_stores"] = source_stores
     return config
+
+
+def _through(blockstore: dict[str, Any], listen: str) -> dict[str, Any]:
+    """An S3 ``blockstore`` reached through the proxy listening at ``listen`` (the same bucket and keys)."""
+    return {**blockstore, "s3": {**blockstore["s3"], "endpoint": f"http://{listen}"}}
 
 
 def write_replication_configs(env: Environment, *, mirrors_url: str | None = None) -> dict[str, Path]:

@@ -9,13 +9,16 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import boto3
 import pytest
+from botocore.config import Config
 from lakefs_mirror_devenv import DevenvError, ensure_toxiproxy_binaries, parse_link_spec
 from lakefs_mirror_devenv.processes import pid_alive
 
 from lakefs_mirror_dagster.cli import main
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.lakefs import LakeFSClient
+from lakefs_mirror_dagster.storage import build_blockstore
 
 pytestmark = pytest.mark.integration
 
@@ -23,13 +26,14 @@ pytestmark = pytest.mark.integration
 def test_a_link_spec_is_read_with_its_units() -> None:
     link = parse_link_spec("src->dst:rtt=80ms,jitter=5ms,rate=200Mbit")
     assert (link.src, link.dst, link.rtt_ms, link.jitter_ms, link.rate_bits) == ("src", "dst", 80, 5, 200e6)
-    assert link.rate_kb_per_s == 25_000 and not link.source_stores
-    slow = parse_link_spec("region-a->region-b:rtt=0.2s,rate=512kbit,source_stores=on")
-    assert (slow.src, slow.dst, slow.rtt_ms, slow.rate_kb_per_s, slow.source_stores) == (
+    assert link.rate_kb_per_s == 25_000 and not link.source_stores and not link.dest_store
+    slow = parse_link_spec("region-a->region-b:rtt=0.2s,rate=512kbit,source_stores=on,dest_store=yes")
+    assert (slow.src, slow.dst, slow.rtt_ms, slow.rate_kb_per_s, slow.source_stores, slow.dest_store) == (
         "region-a",
         "region-b",
         200,
         64,
+        True,
         True,
     )
     assert parse_link_spec("a->b") == parse_link_spec("a->b:")
@@ -46,6 +50,7 @@ def test_a_link_spec_is_read_with_its_units() -> None:
         ("a->b:rtt=10ms,jitter=8ms", "jitter must be at most rtt/2"),
         ("a->b:rtt", "'rtt' is not key=value"),
         ("a->b:rtt=1ms,rtt=2ms", "rtt given twice"),
+        ("a->b:dest_store=maybe", "dest_store=maybe is not on or off"),
     ],
 )
 def test_a_bad_link_spec_is_refused_in_one_line(spec: str, says: str) -> None:
@@ -60,8 +65,12 @@ def test_a_bad_link_spec_is_refused_in_one_line(spec: str, says: str) -> None:
         (("--link", "a->b:rtt=80ms,rate=200MB"), "lakefs-mirror: bad link 'a->b:rtt=80ms,rate=200MB': rate=200MB"),
         (("--region", "a", "--region", "b", "--link", "a->c:rtt=1ms"), "no region 'c'"),
         (("--region", "a", "--region", "b", "--link", "a->b:source_stores=on"), "source_stores=on needs a on MinIO"),
+        (
+            ("--region", "src=s3:m", "--region", "dst", "--link", "src->dst:dest_store=on"),
+            "dest_store=on needs dst on MinIO",
+        ),
     ],
-    ids=["bad-spec", "unknown-region", "source-stores-on-local"],
+    ids=["bad-spec", "unknown-region", "source-stores-on-local", "dest-store-on-local"],
 )
 def test_up_refuses_a_bad_link_before_anything_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...], says: str
@@ -85,7 +94,7 @@ def test_up_with_a_link_routes_the_destination_through_shaped_proxies(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     state = tmp_path / "env"
-    link = "src->dst:rtt=80ms,jitter=5ms,rate=200Mbit,source_stores=on"
+    link = "src->dst:rtt=80ms,jitter=5ms,rate=200Mbit,source_stores=on,dest_store=on"
     up = [
         "dev",
         "devenv",
@@ -106,7 +115,7 @@ def test_up_with_a_link_routes_the_destination_through_shaped_proxies(
         api, proxies = toxiproxy["api"], toxiproxy["proxies"]
         src = env["regions"]["src"]
         # The proxies carry the link: 40 ms each way (rtt/2) with 5 ms jitter, 25000 KB/s (200 Mbit/s) each way.
-        for proxy in ("src-lakefs", "src-store"):
+        for proxy in ("src-lakefs", "src-store", "dst-dest-store"):
             shown = _toxiproxy_cli(api, "inspect", proxy)
             assert shown.count("latency=40") == 2 and shown.count("jitter=5") == 2, shown  # both directions
             assert shown.count("rate=25000") == 2, shown
@@ -116,6 +125,27 @@ def test_up_with_a_link_routes_the_destination_through_shaped_proxies(
         assert dst_config.endpoint_for("src") == f"http://{proxies['src-lakefs']}"
         store = dst_config.source_store_for("src")
         assert store is not None and store.s3.endpoint == f"http://{proxies['src-store']}"
+        # dest_store=on: the store the destination's sync writes to is its own MinIO through the link; the state
+        # file records that proxy, and the destination's lakeFS keeps its MinIO next to it.
+        saved = json.loads((state / "environment.json").read_text())
+        assert saved["links"][0]["proxies"]["dest_store"] == "dst-dest-store"
+        own = dst_config.default_store
+        assert own is not None and own.s3.endpoint == f"http://{proxies['dst-dest-store']}"
+        dst_minio = env["minio"]["mb"]
+        assert env["regions"]["dst"]["blockstore"]["s3"]["endpoint"] == dst_minio["endpoint"]
+        # A write as the sync makes it lands in the destination's MinIO, read there by boto3 without the proxy.
+        landed = f"{env['regions']['dst']['namespace_root']}/landed/a.txt"
+        build_blockstore(own).write_bytes(landed, b"written across the link")
+        bucket, key = landed.removeprefix("s3://").split("/", 1)
+        direct = boto3.client(
+            "s3",
+            endpoint_url=dst_minio["endpoint"],
+            aws_access_key_id=dst_minio["access_key"],
+            aws_secret_access_key=dst_minio["secret_key"],
+            region_name="us-east-1",
+            config=Config(s3={"addressing_style": "path"}),
+        )
+        assert direct.get_object(Bucket=bucket, Key=key)["Body"].read() == b"written across the link"
         assert (
             load_config(state / "replication-src.yaml", env={}).endpoint_for("dst") == env["regions"]["dst"]["endpoint"]
         )
