@@ -13,11 +13,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import hashlib
 import logging
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..graveler import RangeRef, SSTableError, iter_range_refs, verify_range_file
 from ..graveler import commit_id as compute_commit_id
@@ -27,6 +28,7 @@ from ..storage import ObjectStat, StorageError
 from .aside import aside
 from .errors import ReplicationError
 from .failpoints import failpoint
+from .history_window import Window, WindowValidation
 from .in_process import InProcessTransferer
 from .planner import CommitPlanner
 from .plugs import RangeBatch, RangeTransferer, RangeValidator, SyncingRef, ValidatedCache, ref_label
@@ -38,7 +40,7 @@ from .read_ahead import RangeReadAhead
 from .results import RefKind, TransferStats
 from .settings import EngineSettings
 from .source import RepositorySource
-from .validation import MAX_REPORTED, base_reader, describe_failure, metadata_uri, stored_metarange_lists
+from .validation import MAX_REPORTED, base_reader, metadata_uri
 
 __all__ = ["PREFETCH_WORKERS", "VALIDATION_WINDOW", "HistoryTransfer", "PreparedRef"]
 
@@ -64,20 +66,6 @@ class PreparedRef:
     commits: list[Commit]
     stats: TransferStats
     error: str | None = None
-
-
-@dataclass
-class _Window:
-    """What the pass wrote and has not validated yet, in the order it was written: new ranges (each with its
-    bases) and metaranges (with their bytes and the ranges they list)."""
-
-    ranges: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    metaranges: list[tuple[str, bytes, list[str]]] = field(default_factory=list)
-    #: Each metarange's writes, in the same order: the ranges new in it, and its errors and the figures of its
-    #: transfer once written.
-    writes: list[tuple[list[str], Future[tuple[list[str], TransferStats]]]] = field(default_factory=list)
-    #: What the mirrors database answered for files not yet intact: each one's fingerprint, None if not validated.
-    looked_up: dict[str, str | None] = field(default_factory=dict)
 
 
 class HistoryTransfer:
@@ -113,6 +101,16 @@ class HistoryTransfer:
         self.mirror_repo = mirror_repo
         self.dst_store = in_process.store
         self.dst_ns = in_process.namespace
+        self.validate_window = WindowValidation(
+            validator=validator,
+            validated=validated,
+            validation_key=validation_key,
+            progress=progress,
+            reads=in_process.reads,
+            store=in_process.store,
+            namespace=in_process.namespace,
+            workers=settings.validator_workers,
+        )
 
     def prepare(self, kind: RefKind, name: str, target: str) -> PreparedRef:
         """Transfer and validate everything ``target`` needs at the destination; promotes nothing."""
@@ -147,7 +145,7 @@ class HistoryTransfer:
             parent_ranges = self._parent_ranges(commits) if prefetch is None else parents.result()
             bases = {r.range_id: r for refs in parent_ranges.values() for r in refs}
             recent: OrderedDict[str, list[RangeRef]] = OrderedDict(parent_ranges)
-            window = _Window()
+            window = Window()
             if self.transferer is self.in_process:  # metaranges written at once; any other transferer, in turn
                 writers = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="metarange-writer")
                 closing.callback(writers.shutdown, cancel_futures=True)
@@ -162,8 +160,8 @@ class HistoryTransfer:
                     )
                 )
                 if len(window.metaranges) >= VALIDATION_WINDOW:
-                    errors.extend(self._validate_window(window, stats, intact, syncing))
-            errors.extend(self._validate_window(window, stats, intact, syncing))
+                    errors.extend(self.validate_window(window, stats, intact, syncing.label))
+            errors.extend(self.validate_window(window, stats, intact, syncing.label))
         if errors:
             why = "validation failed" if self.settings.copy_objects else "waiting for the store's replication"
             prepared.error = f"{why}, not promoted: " + "; ".join(errors[:MAX_REPORTED])
@@ -179,7 +177,7 @@ class HistoryTransfer:
         recent: OrderedDict[str, list[RangeRef]],
         reader: RangeSource,
         syncing: SyncingRef,
-        window: _Window,
+        window: Window,
         writers: ThreadPoolExecutor | None,
     ) -> list[str]:
         """Copy a metarange's new ranges (objects first) and the metarange into ``window``, to be validated with
@@ -276,7 +274,12 @@ class HistoryTransfer:
                 examples = ", ".join(stats.failed_objects[:5])
                 return [f"{stats.failed_object_count} object(s) could not be copied, e.g. {examples}"], stats
             keep_present = not self.settings.copy_objects
-            if not put_metadata_file(self.dst_store, self.dst_ns, metarange_id, data, keep_present=keep_present):
+            md5 = (
+                hashlib.md5(data, usedforsecurity=False).hexdigest() if self.dst_store.answers_md5(len(data)) else None
+            )
+            if not put_metadata_file(
+                self.dst_store, self.dst_ns, metarange_id, data, keep_present=keep_present, md5=md5
+            ):
                 stats.metadata_files_present += 1
             failpoint("after_metarange_file")
             return [], stats
@@ -284,83 +287,11 @@ class HistoryTransfer:
             if ahead is not None:
                 ahead.discard()
 
-    def _validate_window(
-        self, window: _Window, stats: TransferStats, intact: set[str], syncing: SyncingRef
-    ) -> list[str]:
-        """Validate what ``window`` holds at the destination, its new ranges in one call of the validator and its
-        metarange files on the validator's threads, then mark what passed: the ranges first (each only once its
-        bases passed too, since its entries identical to theirs were taken on trust), then each metarange all of
-        whose ranges are intact. Empties the window."""
-        ranges, metaranges, writes = dict(window.ranges), list(window.metaranges), list(window.writes)
-        window.ranges.clear()
-        window.metaranges.clear()
-        window.writes.clear()
-        errors: list[str] = []
-        failed: set[str] = set()
-        unwritten: set[str] = set()  # new ranges of metaranges whose writes failed: neither validated nor marked
-        for (metarange_id, _, _), (new_range_ids, write) in zip(metaranges, writes, strict=True):
-            write_errors, write_stats = write.result()
-            stats.add(write_stats)
-            if write_errors:
-                errors.extend(write_errors)
-                failed.add(metarange_id)
-                unwritten.update(new_range_ids)
-        if failed:
-            ranges = {r: b for r, b in ranges.items() if r not in unwritten}
-            self.in_process.reads.forget(unwritten)
-            metaranges = [m for m in metaranges if m[0] not in failed]
-        if not metaranges:
-            return errors
-        ref = syncing.label
-        self.progress.validation_started(len(ranges), ref=ref)
-        try:
-            workers = max(1, min(self.settings.validator_workers, len(metaranges)))
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="metarange-check") as pool:
-                stored = pool.map(lambda m: self._stored_metarange(*m), metaranges)
-                validations = self.validator(ranges) if ranges else []
-                checked = list(stored)
-        finally:
-            self.progress.validation_done(len(ranges), ref=ref)
-            self.in_process.reads.forget([*ranges, *(b for bs in ranges.values() for b in bs)])
-        stats.ranges_validated += len(validations)
-        stats.objects_validated_by_size += sum(v.checked_by_size for v in validations)
-        stats.objects_missing += sum(v.missing_count for v in validations)
-        passed = {v.range_id: v for v in validations if v.ok}
-        good: dict[str, str] = {}
-        for range_id, range_bases in ranges.items():  # in the order written: bases written here come first
-            if range_id in passed and all(b in intact or b in good for b in range_bases):
-                good[range_id] = passed[range_id].fingerprint
-        if good:
-            self.validated.mark_ranges_validated(self.validation_key, good)
-            intact.update(good)
-        errors.extend(describe_failure(v) for v in validations if not v.ok)
-        marks: dict[str, str] = {}
-        for (metarange_id, _, range_ids), fingerprint in zip(metaranges, checked, strict=True):
-            if fingerprint is None:
-                errors.append(f"metarange {metarange_id} at the destination does not match the source")
-            elif all(r in intact for r in range_ids):
-                marks[metarange_id] = fingerprint
-        if marks:
-            failpoint("before_mark_validated")
-            self.validated.mark_ranges_validated(self.validation_key, marks)
-            intact.update(marks)
-        return errors
-
-    def _stored_metarange(self, metarange_id: str, data: bytes, range_ids: list[str]) -> str | None:
-        """The fingerprint of the metarange file at the destination when it hashes to its ID and lists
-        ``range_ids`` (``data`` were written there); None when it does not."""
-        stat = self._stat_metadata(metarange_id)
-        if stat is None or not stored_metarange_lists(
-            self.dst_store, self.dst_ns, metarange_id, range_ids, written=data
-        ):
-            return None
-        return stat.fingerprint
-
     def _validated_before(
         self,
         file_ids: Sequence[str],
         intact: set[str],
-        window: _Window | None = None,
+        window: Window | None = None,
         reader: RangeSource | None = None,
     ) -> Mapping[str, str]:
         """The files among ``file_ids`` not yet found intact (nor written, in ``window``) in this pass that were
@@ -440,7 +371,7 @@ class HistoryTransfer:
         candidates: Iterable[RangeRef],
         intact: set[str],
         stats: TransferStats,
-        window: _Window,
+        window: Window,
     ) -> dict[str, tuple[str, ...]]:
         """Each new range with the ranges among ``candidates`` whose key spans overlap it and that are intact
         validated ranges or were written in this ``window`` (validated with it, and marked only after them)."""

@@ -25,7 +25,7 @@ from .range_changes import RangeReads, range_changes
 from .results import TransferStats
 from .validation import MAX_REPORTED, base_reader, metadata_uri
 
-__all__ = ["RangeSource", "RangeTransferSummary", "put_metadata_file", "transfer_range"]
+__all__ = ["RangeSource", "RangeTransferSummary", "content_md5", "put_metadata_file", "transfer_range"]
 
 #: Range files this large have their MD5 worked out on a thread of its own (``_md5_of``).
 _HASH_ASIDE_BYTES = 1 << 20
@@ -97,6 +97,12 @@ def put_metadata_file(
             return False
     store.write_bytes(uri, data, md5=md5)
     return True
+
+
+def content_md5(store: Blockstore, data: bytes) -> str | None:
+    """The hex MD5 of ``data`` to write it with, when ``store`` answers with the MD5 of what it holds (it then
+    refuses bytes damaged on their way in, and validation compares its ETag instead of reading them back)."""
+    return _md5_of(data).result() if store.answers_md5(len(data)) else None
 
 
 def _md5_of(data: bytes) -> Future[str]:

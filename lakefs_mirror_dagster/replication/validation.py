@@ -8,11 +8,21 @@ and a range file the transfer stored is not even read back where the store's ETa
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..graveler import EntryLocation, SSTableError, iter_range_refs, verify_range_file
-from ..storage import Blockstore, Check, ObjectNotFound, StorageError, at_rest_check, join_namespace, listed_stats
+from ..storage import (
+    Blockstore,
+    Check,
+    ObjectNotFound,
+    ObjectStat,
+    StorageError,
+    at_rest_check,
+    join_namespace,
+    listed_stats,
+)
 from .range_changes import RangeReads, range_changes
 
 __all__ = [
@@ -72,12 +82,22 @@ def read_metarange(store: Blockstore, namespace: str, metarange_id: str) -> list
 
 
 def stored_metarange_lists(
-    store: Blockstore, namespace: str, metarange_id: str, range_ids: Sequence[str], *, written: bytes
+    store: Blockstore,
+    namespace: str,
+    metarange_id: str,
+    range_ids: Sequence[str],
+    *,
+    written: bytes,
+    stat: ObjectStat | None = None,
 ) -> bool:
     """Whether the metarange file stored at ``namespace`` hashes to its ID and lists ``range_ids``. ``written``:
     the bytes the pass wrote there, which hashed to the ID and listed them; a stored copy identical to them
-    settles it without decoding the file again (a growing history's metaranges list every range before them).
-    Any other copy is checked as ``read_metarange`` checks it."""
+    settles it without decoding the file again (a growing history's metaranges list every range before them),
+    and without reading it back when ``stat`` (the stored file's) shows an ETag that is the MD5 of what the store
+    holds (``answers_md5``) and equals theirs. Any other copy is checked as ``read_metarange`` checks it."""
+    if stat is not None and stat.size == len(written) and store.answers_md5(stat.size):  # noqa: SIM102
+        if (stat.etag or "").lower() == hashlib.md5(written, usedforsecurity=False).hexdigest():
+            return True
     data = store.read_bytes(metadata_uri(namespace, metarange_id))
     if data == written:
         return True
