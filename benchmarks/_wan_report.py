@@ -45,7 +45,7 @@ class Backfill:
 
     @property
     def title(self) -> str:
-        return f"backfill of {self.objects:,} x {size_text(self.size)} (part {self.part})"
+        return f"{self.part}: backfill of {self.objects:,} x {size_text(self.size)}"
 
 
 @dataclass
@@ -71,7 +71,7 @@ def _verdict(rtt: float, met: bool) -> str:
 
 
 def _backfill_table(backfill: Backfill, rtts: list[float], rounds: dict[float, list[Figure]]) -> None:
-    print(f"\n{backfill.title} (goal at {GOAL_RTT:g} ms: ours/rclone >= {backfill.goal_ratio:g})")
+    print(f"\n{backfill.title} (goal at {GOAL_RTT:g} ms: ours/rclone >= {backfill.goal_ratio:.1f})")
     head = f"{'ours s':>8}  {'ours MB/s':>9}  {'rclone s':>8}  {'ratio':>6}  {'toxiproxy CPU s':>15}"
     print(f"  {'rtt':>6}  {head}  verdict")
     for rtt in rtts:
