@@ -45,7 +45,7 @@ class Backfill:
 
     @property
     def title(self) -> str:
-        return f"{self.part}: backfill of {self.objects:,} x {size_text(self.size)}"
+        return f"backfill of {self.objects:,} x {size_text(self.size)}, part `{self.part}`"
 
 
 @dataclass
