@@ -1,5 +1,6 @@
-"""The lag benchmark's setting (``lag.py``): the source repository and its mirror, converged first; replication
-configs with the interval under test; ``serve`` with hooks and ``sync`` run in the background."""
+"""The lag benchmark's setting (``lag.py``, and ``wan.py``'s lag across a link): the source repository and its
+mirror, converged first; replication configs with the interval under test; ``serve`` with hooks and ``sync`` run
+in the background."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from _tree import REPO_ROOT  # also puts this tree's package first on sys.path
@@ -23,11 +25,9 @@ __all__ = [
     "BIN",
     "BRANCH",
     "HOOKS_POLLING",
-    "MIRROR",
-    "MIRROR_REGION",
+    "LAG",
     "POLL_S",
-    "REPO",
-    "SOURCE_REGION",
+    "LagSetting",
     "background_process",
     "hooks_serving",
     "lakefs_client",
@@ -36,9 +36,23 @@ __all__ = [
 ]
 
 BIN = Path(sys.executable).parent
-SOURCE_REGION, MIRROR_REGION = "region-a", "region-b"
-REPO, MIRROR, BRANCH = "lagbench", "lagbench-mirror", "main"
+BRANCH = "main"
 POLL_S = 0.2
+
+
+@dataclass(frozen=True)
+class LagSetting:
+    """Where the lag is measured: the source repository in ``source_region``, its mirror in ``mirror_region``."""
+
+    source_region: str = "region-a"
+    mirror_region: str = "region-b"
+    repo: str = "lagbench"
+    mirror: str = "lagbench-mirror"
+
+
+#: ``lag.py``'s: two regions of the default dev environment, on loopback.
+LAG = LagSetting()
+
 #: The polling interval under the hook modes: far beyond the run, so every figure is the hook's.
 HOOKS_POLLING = "1h"
 
@@ -47,7 +61,7 @@ def write_config(
     env: Environment,
     interval: str,
     *,
-    region: str = MIRROR_REGION,
+    region: str = LAG.mirror_region,
     hooks: bool = False,
     sensor_wait: str = "0s",
     sensor_listeners: int = 1,
@@ -66,19 +80,27 @@ def write_config(
 
 
 @contextmanager
-def hooks_serving(env: Environment, work: Path, sensor_wait: str, sensor_listeners: int) -> Iterator[Path]:
+def hooks_serving(
+    env: Environment, work: Path, sensor_wait: str, sensor_listeners: int, setting: LagSetting = LAG
+) -> Iterator[Path]:
     """``serve`` for the source region with hooks on, the action file committed to the source repository;
     yields the mirror region's config with hooks on and polling every HOOKS_POLLING."""
-    source_config = write_config(env, HOOKS_POLLING, region=SOURCE_REGION, hooks=True)
+    source_config = write_config(env, HOOKS_POLLING, region=setting.source_region, hooks=True)
     port = free_port()
     argv = [str(BIN / "lakefs-mirror"), "--config", str(source_config), "serve", "--listen", f"127.0.0.1:{port}"]
     print(f"[lag] hooks: {' '.join(argv)} (log {work / 'serve.log'})", flush=True)
     with background_process(argv, work / "serve.log", {}) as alive:
         _wait_healthy(f"http://127.0.0.1:{port}/_health", alive)
-        install_hooks(
-            lakefs_client(env, SOURCE_REGION), REPO, f"http://127.0.0.1:{port}{HOOKS_PATH}", with_secret=False
+        url = f"http://127.0.0.1:{port}{HOOKS_PATH}"
+        install_hooks(lakefs_client(env, setting.source_region), setting.repo, url, with_secret=False)
+        yield write_config(
+            env,
+            HOOKS_POLLING,
+            region=setting.mirror_region,
+            hooks=True,
+            sensor_wait=sensor_wait,
+            sensor_listeners=sensor_listeners,
         )
-        yield write_config(env, HOOKS_POLLING, hooks=True, sensor_wait=sensor_wait, sensor_listeners=sensor_listeners)
 
 
 def _wait_healthy(url: str, alive: Callable[[], bool], timeout_s: float = 60.0) -> None:
@@ -102,28 +124,31 @@ def lakefs_client(env: Environment, region: str) -> LakeFSClient:
     return LakeFSClient(r.endpoint, r.access_key_id, r.secret_access_key)
 
 
-def prepare(env: Environment, config_path: Path) -> None:
-    """Source repository with a few commits, the mirror created and converged by one engine pass."""
+def prepare(env: Environment, config_path: Path, setting: LagSetting = LAG) -> None:
+    """Source repository with a few commits, the mirror created and converged by one engine pass (``config_path``:
+    the mirror region's)."""
     from lakefs_mirror_dagster.config import load_config
 
-    src = lakefs_client(env, SOURCE_REGION)
-    src.create_repository(REPO, env.region(SOURCE_REGION).namespace_for(REPO))
+    repo, mirror = setting.repo, setting.mirror
+    src = lakefs_client(env, setting.source_region)
+    src.create_repository(repo, env.region(setting.source_region).namespace_for(repo))
     for day in range(3):
         for part in range(4):
-            src.upload_object(REPO, BRANCH, f"events/day={day}/part-{part}.json", os.urandom(4096))
-        src.commit(REPO, BRANCH, f"day {day}")
-    source_svc = ReplicationService(load_config(Path(env.state_dir) / f"replication-{SOURCE_REGION}.yaml", env={}))
+            src.upload_object(repo, BRANCH, f"events/day={day}/part-{part}.json", os.urandom(4096))
+        src.commit(repo, BRANCH, f"day {day}")
+    source_config = Path(env.state_dir) / f"replication-{setting.source_region}.yaml"
+    source_svc = ReplicationService(load_config(source_config, env={}))
     mirror_svc = ReplicationService(load_config(config_path, env={}))
     try:
         source_svc.create_mirror(
-            source_repository=REPO,
-            name=MIRROR,
-            region=MIRROR_REGION,
-            storage_namespace=env.region(MIRROR_REGION).namespace_for(MIRROR),
+            source_repository=repo,
+            name=mirror,
+            region=setting.mirror_region,
+            storage_namespace=env.region(setting.mirror_region).namespace_for(mirror),
         )
-        results = mirror_svc.sync(name=MIRROR)
+        results = mirror_svc.sync(name=mirror)
         if not results or not all(r.ok for r in results):
-            raise RuntimeError(f"the initial sync of {MIRROR} failed: {results}")
+            raise RuntimeError(f"the initial sync of {mirror} failed: {results}")
     finally:
         source_svc.close()
         mirror_svc.close()

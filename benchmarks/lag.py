@@ -48,7 +48,7 @@ from typing import Any
 import _tree  # noqa: F401  (this tree's package first on sys.path, before anything imports it)
 from _lag_measure import INTERRUPTED, ModeResult, run_dagster, run_engine
 from _lag_report import report
-from _lag_setup import MIRROR, REPO, hooks_serving, prepare, write_config
+from _lag_setup import LAG, hooks_serving, prepare, write_config
 from lakefs_mirror_devenv import DEFAULT_REGIONS, environment_up
 from lakefs_mirror_devenv.environment import stop_environment
 
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config_path = write_config(env, interval)
         prepare(env, config_path)
-        print(f"[lag] regions up, {REPO} mirrored to {MIRROR} ({time.monotonic() - started:.1f}s)", flush=True)
+        print(f"[lag] regions up, {LAG.repo} mirrored to {LAG.mirror} ({time.monotonic() - started:.1f}s)", flush=True)
         common: dict[str, Any] = {
             "commits": args.commits,
             "warmup": args.warmup,

@@ -3,59 +3,70 @@
 The source region (region-a, MinIO A) and the mirror region (region-c, MinIO B) are joined by a Toxiproxy link
 (``devenv up --link region-a->region-c``): everything the mirror region's sync sends to the source (the source
 lakeFS's API, and the source store through the URLs lakeFS presigns) crosses the link's proxies, whose latency
-toxics are set to rtt/2 each way before each round. Per round trip it prints:
+toxics are set to rtt/2 each way before each round. Per round trip it prints (``--parts``):
 
-- backfill of ``--objects`` x ``--size`` (default 10,000 x 16 KiB): our sync of a fresh mirror vs ``rclone sync``
+- ``backfill``: ``--objects`` x ``--size`` (default 10,000 x 16 KiB): our sync of a fresh mirror vs ``rclone sync``
   of the same objects from the source store *through the same proxy* into the mirror's MinIO; the ratio of
   throughputs next to the goal (>= 1.2 at 80 ms);
-- a history-heavy first sync (``--commits`` on main, ``--branches`` branches and ``--tags`` tags at earlier
-  commits; default 5,000 / 100 / 200): seconds, ms per commit (goals: <= 9 ms at 80 ms, <= 3 ms at 0 ms), and the
-  requests the source lakeFS served per commit, by operation (from its Prometheus ``/metrics``);
-- a one-commit incremental on that repository after each first sync: the requests the source lakeFS served
-  for it, by operation (goal: <= 10 round trips);
-- egress control (``--parts egress``, at the last round trip): a backfill of ``--egress-seconds`` worth of
-  1 MiB objects at ``transfer.max_bytes_per_second: --egress-limit``; the rate held while copying (bytes copied
-  over the copy stages' seconds) next to the goal (within 10 % of the limit over 30 s);
+- ``large``: the same with ``--large-objects`` x ``--large-size`` (default 20 x 64 MiB; goal >= 1.0 at 80 ms);
+- ``history``: a history-heavy first sync (``--commits`` on main, ``--branches`` branches and ``--tags`` tags at
+  earlier commits; default 5,000 / 100 / 200): seconds, ms per commit (goals: <= 9 ms at 80 ms, <= 3 ms at 0 ms),
+  and the requests the source lakeFS served per commit, by operation (from its Prometheus ``/metrics``); then a
+  one-commit incremental on that repository: the requests the source lakeFS served for it (goal: <= 10 round
+  trips);
+- ``lag``: commit-to-mirror lag with hooks in the engine loop, as ``lag.py``'s ``engine-hooks`` mode measures it
+  (``serve`` for the source region takes the source lakeFS's post-commit hook and wakes the mirror's ``sync`` loop,
+  which then syncs across the link; polling every hour): ``--lag-commits`` one-object commits, p50 and p95 (goal:
+  p50 <= 1.5 s at 80 ms);
+- ``egress`` (at the last round trip only): a backfill of ``--egress-seconds`` worth of 1 MiB objects at
+  ``transfer.max_bytes_per_second: --egress-limit``; the rate held while copying (bytes copied over the copy
+  stages' seconds) next to the goal (within 10 % of the limit over 30 s);
 - the CPU seconds of every server, Toxiproxy's included.
 
-    .venv/bin/python benchmarks/wan.py [--objects 10000] [--size 16384] [--commits 5000] [--branches 100]
-        [--tags 200] [--rtts 0,20,80,200] [--rate 0] [--transfers 16] [--parts backfill,history,egress]
-        [--egress-limit 50Mbit] [--egress-seconds 30]
+    .venv/bin/python benchmarks/wan.py [--objects 10000] [--size 16KiB] [--large-objects 20] [--large-size 64MiB]
+        [--commits 5000] [--branches 100] [--tags 200] [--lag-commits 20] [--rtts 0,20,80,200] [--rate 0]
+        [--transfers 16] [--parts backfill,large,history,lag,egress] [--egress-limit 50Mbit] [--egress-seconds 30]
 
-Small smoke run: ``--objects 300 --commits 30 --branches 3 --tags 3 --rtts 0,80``.
-rclone comes from the Debian package (``backfill_vs_rclone.py`` installs it when run as root).
+Small smoke run: ``--objects 300 --large-objects 2 --large-size 8MiB --commits 30 --branches 3 --tags 3
+--lag-commits 10 --rtts 0,80``. rclone comes from the Debian package (installed here when run as root).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import math
+import random
 import sys
 import time
 import urllib.request
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import yaml
 from _environment import MIRROR, SOURCE, bench_environment, create_mirror, service_config, split_s3_uri, unique
+from _lag_measure import ModeResult, run_engine
+from _lag_setup import HOOKS_POLLING, LagSetting, hooks_serving, prepare, write_config
 from _machine import machine_load
 from _repositories import BuiltRepository, add_one_object_commit, build_repository
 from _sync import format_stages, sync_in_child
+from _wan_report import Backfill, HistoryRound, egress_report, report
 from backfill_vs_rclone import GOAL_RATIO, Figure, ensure_rclone, measured, rclone_sync
 from lakefs_mirror_devenv import Environment, LinkSpec
 
-from lakefs_mirror_dagster.config import parse_byte_rate
+from lakefs_mirror_dagster.config import parse_byte_rate, parse_byte_size
 from lakefs_mirror_dagster.lakefs import LakeFSClient
 
-#: Issue 34's goals for the history-heavy first sync, ms per commit: at 80 ms and at 0 ms round trip.
-GOAL_MS_PER_COMMIT = {80.0: 9.0, 0.0: 3.0}
-#: Issue 34's goals: a one-commit incremental in round trips; the egress limit held within 10 %.
-GOAL_INCREMENTAL_REQUESTS = 10
-GOAL_EGRESS_DEVIATION = 0.10
+#: Issue 34's goal for the large objects' backfill: ours/rclone at 80 ms (the small objects' is ``GOAL_RATIO``).
+GOAL_LARGE_RATIO = 1.0
+#: The lag part's source repository (region-a) and its mirror across the link (region-c).
+LAG_SETTING = LagSetting(source_region=SOURCE, mirror_region=MIRROR, repo="wanlag", mirror="wanlag-mirror")
+PARTS = ("backfill", "large", "history", "lag", "egress")
 MiB = 1024 * 1024
 
 
@@ -117,6 +128,7 @@ def ours(env: Environment, repo: str, payload: int, expected_objects: int | None
 
 
 def backfill_round(env: Environment, built: BuiltRepository, rclone: str | None, transfers: int) -> list[Figure]:
+    """Our sync of a fresh mirror of ``built``, and ``rclone sync`` of its objects reading through the link."""
     src_bucket, src_prefix = split_s3_uri(built.namespace)
     dst_bucket, _ = split_s3_uri(env.region(MIRROR).namespace_root + "/x")
     payload = built.objects * built.object_size
@@ -130,16 +142,6 @@ def backfill_round(env: Environment, built: BuiltRepository, rclone: str | None,
         src_path, dst_path = f"{src_bucket}/{src_prefix}", f"{dst_bucket}/rclone-{uuid.uuid4().hex[:8]}"
         figures.append(measured(env, lambda: rclone_sync(rclone, src, dst, src_path, dst_path, transfers, payload)))
     return figures
-
-
-@dataclasses.dataclass
-class HistoryRound:
-    """A first sync of the history and a one-commit incremental after it, with the source's requests of each."""
-
-    first: Figure
-    requests: Counter[str]
-    incremental_seconds: float
-    incremental_requests: Counter[str]
 
 
 def history_round(env: Environment, repo: str, commits: int) -> HistoryRound:
@@ -158,6 +160,35 @@ def history_round(env: Environment, repo: str, commits: int) -> HistoryRound:
     before = api_requests(env)
     child = sync_in_child(service_config(env, MIRROR), mirror[0])
     return HistoryRound(figure, requests, child.result["seconds"], api_requests(env) - before)
+
+
+@contextlib.contextmanager
+def lag_hooks(env: Environment, work: Path) -> Iterator[Path]:
+    """The lag part's source repository and its mirror, converged, and ``serve`` taking the source lakeFS's hooks
+    (``lag.py``'s set-up); yields the mirror region's config with hooks on, polling every ``HOOKS_POLLING``."""
+    work.mkdir(parents=True, exist_ok=True)
+    prepare(env, write_config(env, HOOKS_POLLING, region=MIRROR), LAG_SETTING)
+    with hooks_serving(env, work, "0s", 1, LAG_SETTING) as config:
+        yield config
+
+
+def lag_round(env: Environment, config: Path, work: Path, rtt: float, commits: int, rng: random.Random) -> ModeResult:
+    """``lag.py``'s ``engine-hooks`` mode at this round trip: a ``sync`` loop of its own, one warm-up commit, then
+    ``commits`` commits 0 to 1 s apart, each timed until the mirror's head is it."""
+    mode = f"hooks-{rtt:g}ms"  # names the round's objects: each round's commits change something
+    (work / mode).mkdir(parents=True, exist_ok=True)
+    return run_engine(
+        env,
+        config,
+        work / mode,
+        mode=mode,
+        setting=LAG_SETTING,
+        commits=commits,
+        warmup=1,
+        interval_s=1.0,
+        timeout_s=120.0,
+        rng=rng,
+    )
 
 
 def egress_round(env: Environment, limit: int, seconds: float) -> tuple[float, float, Figure]:
@@ -189,118 +220,85 @@ def egress_round(env: Environment, limit: int, seconds: float) -> tuple[float, f
     return (copied / copy_s if copy_s > 0 else float("nan")), copy_s, figure
 
 
-def main() -> None:
+def _byte_size(text: str) -> int:
+    """An argparse type: ``16384``, ``16KiB``, ``64MiB`` (``parse_byte_size``)."""
+    try:
+        return parse_byte_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--objects", type=int, default=10_000, help="objects of the backfill")
-    parser.add_argument("--size", type=int, default=16 * 1024, help="bytes per backfill object")
+    parser.add_argument("--size", type=_byte_size, default=16 * 1024, help="bytes per backfill object (16KiB)")
+    parser.add_argument("--large-objects", type=int, default=20, help="objects of the large backfill")
+    parser.add_argument("--large-size", type=_byte_size, default=64 * MiB, help="bytes per large object (64MiB)")
     parser.add_argument("--commits", type=int, default=5000, help="commits on main of the history repository")
     parser.add_argument("--branches", type=int, default=100, help="branches of the history repository")
     parser.add_argument("--tags", type=int, default=200, help="tags of the history repository")
+    parser.add_argument("--lag-commits", type=int, default=20, help="measured commits of the lag, per round trip")
     parser.add_argument("--rtts", default="0,20,80,200", help="round trips in ms, comma-separated")
     parser.add_argument("--rate", type=float, default=0.0, help="link rate in Mbit/s each way (0: unlimited)")
     parser.add_argument("--transfers", type=int, default=16, help="rclone's --transfers and --checkers")
-    parser.add_argument("--parts", default="backfill,history,egress", help="comma-separated: backfill, history, egress")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated: {', '.join(PARTS)}")
     parser.add_argument("--egress-limit", default="50Mbit", help="transfer.max_bytes_per_second of the egress part")
     parser.add_argument("--egress-seconds", type=float, default=30.0, help="seconds of data at the egress limit")
     args = parser.parse_args()
     try:
-        rtts = [float(r) for r in args.rtts.split(",") if r.strip()]
+        args.rtt_list = [float(r) for r in args.rtts.split(",") if r.strip()]
     except ValueError:
         parser.error(f"--rtts {args.rtts!r}: expected milliseconds such as 0,20,80,200")
-    parts = {p.strip() for p in args.parts.split(",") if p.strip()}
-    if bad := parts - {"backfill", "history", "egress"}:
+    args.part_set = {p.strip() for p in args.parts.split(",") if p.strip()}
+    if bad := args.part_set - set(PARTS):
         parser.error(f"unknown part(s): {', '.join(sorted(bad))}")
-    if not rtts or min(rtts) < 0 or min(args.objects, args.size, args.commits, args.transfers) < 1:
+    counts = (args.objects, args.size, args.large_objects, args.large_size, args.commits, args.lag_commits)
+    if not args.rtt_list or min(args.rtt_list) < 0 or min(*counts, args.transfers) < 1:
         parser.error("round trips must be >= 0 ms; counts and sizes at least 1")
     try:
-        egress_limit = parse_byte_rate(args.egress_limit)
+        args.egress_bytes = parse_byte_rate(args.egress_limit)
     except ValueError as exc:
         parser.error(f"--egress-limit: {exc}")
-    rclone = ensure_rclone() if "backfill" in parts else None
+    return args
+
+
+def main() -> None:
+    args = _args()
+    rtts, parts = args.rtt_list, args.part_set
+    wanted = [
+        Backfill("backfill", args.objects, args.size, GOAL_RATIO),
+        Backfill("large", args.large_objects, args.large_size, GOAL_LARGE_RATIO),
+    ]
+    backfills = [b for b in wanted if b.part in parts]
+    rclone = ensure_rclone() if backfills else None
     print(f"start: {machine_load()}")
-    with bench_environment(links=(LinkSpec(SOURCE, MIRROR),)) as env:
-        built = None
-        if "backfill" in parts:
-            built = build_repository(env, SOURCE, objects=args.objects, object_size=args.size)
+    with bench_environment(links=(LinkSpec(SOURCE, MIRROR),)) as env, contextlib.ExitStack() as stack:
+        built = {b: build_repository(env, SOURCE, objects=b.objects, object_size=b.size) for b in backfills}
         history = build_history(env, args.commits, args.branches, args.tags) if "history" in parts else None
-        backfill: dict[float, list[Figure]] = {}
+        lag_work = Path(env.state_dir) / "lag"
+        lag_config = stack.enter_context(lag_hooks(env, lag_work)) if "lag" in parts else None
+        rng = random.Random(7)
+        backfill: dict[Backfill, dict[float, list[Figure]]] = {b: {} for b in backfills}
         first_sync: dict[float, HistoryRound] = {}
+        lag: dict[float, ModeResult] = {}
         egress = None
         for rtt in rtts:
             set_round_trip(env, rtt, args.rate * 1e6)
             print(f"\n=== {rtt:g} ms round trip ({machine_load()})", flush=True)
-            if built is not None:
-                backfill[rtt] = backfill_round(env, built, rclone, args.transfers)
+            for b, repository in built.items():
+                backfill[b][rtt] = backfill_round(env, repository, rclone, args.transfers)
             if history is not None:
                 first_sync[rtt] = history_round(env, *history)
-        if "egress" in parts and egress_limit > 0:
+            if lag_config is not None:
+                lag[rtt] = lag_round(env, lag_config, lag_work, rtt, args.lag_commits, rng)
+        if "egress" in parts and args.egress_bytes > 0:
             print(f"\n=== egress at {args.egress_limit} over {rtts[-1]:g} ms ({machine_load()})", flush=True)
-            egress = (rtts[-1], egress_limit, *egress_round(env, egress_limit, args.egress_seconds))
-        report(args, rtts, backfill, first_sync, history[1] if history else 0)
+            egress = (rtts[-1], args.egress_bytes, *egress_round(env, args.egress_bytes, args.egress_seconds))
+        refs = f"{args.branches} branches, {args.tags} tags"
+        rate = f"{args.rate:g} Mbit/s" if args.rate else "unlimited"
+        report(rate, rtts, backfill, first_sync, (history[1] if history else 0, refs), lag, args.lag_commits)
         if egress is not None:
-            rtt, limit, rate, copy_s, figure = egress
-            deviation = rate / limit - 1
-            verdict = "meets" if abs(deviation) <= GOAL_EGRESS_DEVIATION and copy_s >= 30 else "misses"
-            print(
-                f"\negress: transfer.max_bytes_per_second {args.egress_limit} ({limit / 1e6:.2f} MB/s) at {rtt:g} ms: "
-                f"{rate / 1e6:.2f} MB/s over {copy_s:.1f}s of copying ({deviation:+.1%}; goal within "
-                f"{GOAL_EGRESS_DEVIATION:.0%} over 30 s)  {verdict}"
-            )
-            print(f"  ours: {figure.note}; {figure.cpu_text()}")
-
-
-def report(
-    args: argparse.Namespace,
-    rtts: list[float],
-    backfill: dict[float, list[Figure]],
-    first_sync: dict[float, HistoryRound],
-    commits: int,
-) -> None:
-    rate = f"{args.rate:g} Mbit/s" if args.rate else "unlimited"
-    print(f"\n##### side by side (link rate {rate}; {machine_load()})")
-    if backfill:
-        print(f"\nbackfill of {args.objects:,} x {args.size:,} B (goal at 80 ms: ours/rclone >= {GOAL_RATIO})")
-        head = f"{'ours s':>8}  {'ours MB/s':>9}  {'rclone s':>8}  {'ratio':>6}  {'toxiproxy CPU s':>15}"
-        print(f"  {'rtt':>6}  {head}  verdict")
-        for rtt in rtts:
-            figs = {f.name: f for f in backfill[rtt]}
-            mine, other = figs["ours"], figs.get("rclone sync")
-            ratio = other.seconds / mine.seconds if other else float("nan")
-            verdict = "" if other is None or rtt != 80 else ("meets" if ratio >= GOAL_RATIO else "misses")
-            proxy_cpu = mine.server_cpu.get("toxiproxy", 0.0)
-            print(
-                f"  {rtt:>4g}ms  {mine.seconds:>8.1f}  {mine.payload_bytes / mine.seconds / 1e6:>9.1f}  "
-                f"{other.seconds if other else float('nan'):>8.1f}  {ratio:>6.2f}  {proxy_cpu:>15.1f}  {verdict}"
-            )
-            print(f"  {'':>6}  ours: {mine.note}; {mine.cpu_text()}")
-    if first_sync:
-        print(
-            f"\nhistory-heavy first sync: {commits:,} commits, {args.branches} branches, {args.tags} tags "
-            f"(goals: <= {GOAL_MS_PER_COMMIT[80.0]:g} ms/commit at 80 ms, <= {GOAL_MS_PER_COMMIT[0.0]:g} at 0 ms)"
-        )
-        head = f"{'seconds':>8}  {'ms/commit':>9}  {'API req/commit':>14}  {'toxiproxy CPU s':>15}"
-        print(f"  {'rtt':>6}  {head}  verdict")
-        for rtt in rtts:
-            figure, requests = first_sync[rtt].first, first_sync[rtt].requests
-            per_commit = figure.seconds * 1000 / commits
-            goal = GOAL_MS_PER_COMMIT.get(rtt)
-            verdict = "" if goal is None else ("meets" if per_commit <= goal else "misses")
-            proxy_cpu = figure.server_cpu.get("toxiproxy", 0.0)
-            print(
-                f"  {rtt:>4g}ms  {figure.seconds:>8.1f}  {per_commit:>9.1f}  "
-                f"{sum(requests.values()) / commits:>14.2f}  {proxy_cpu:>15.1f}  {verdict}"
-            )
-            top = ", ".join(f"{op} {n / commits:.2f}" for op, n in requests.most_common(6))
-            print(f"  {'':>6}  source lakeFS requests per commit: {top}")
-        print(f"\none-commit incremental after each first sync (goal: <= {GOAL_INCREMENTAL_REQUESTS} round trips)")
-        for rtt in rtts:
-            r = first_sync[rtt]
-            total = sum(r.incremental_requests.values())
-            verdict = "meets" if total <= GOAL_INCREMENTAL_REQUESTS else "misses"
-            ops = ", ".join(f"{op} {n}" for op, n in r.incremental_requests.most_common())
-            print(
-                f"  {rtt:>4g}ms  {r.incremental_seconds:>6.2f}s  {total:>3} source lakeFS requests  {verdict}  ({ops})"
-            )
+            egress_report(args.egress_limit, *egress)
 
 
 if __name__ == "__main__":
