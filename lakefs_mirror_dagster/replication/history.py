@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import hashlib
 import logging
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
@@ -35,23 +34,25 @@ from .plugs import RangeBatch, RangeTransferer, RangeValidator, SyncingRef, Vali
 from .prefetch import MetadataPrefetch
 from .progress import ProgressReporter
 from .range_changes import range_changes
-from .range_transfer import RangeSource, put_metadata_file
+from .range_transfer import RangeSource, content_md5, put_metadata_file
 from .read_ahead import RangeReadAhead
 from .results import RefKind, TransferStats
 from .settings import EngineSettings
 from .source import RepositorySource
 from .validation import MAX_REPORTED, base_reader, metadata_uri
 
-__all__ = ["PREFETCH_WORKERS", "VALIDATION_WINDOW", "HistoryTransfer", "PreparedRef"]
+__all__ = ["PREFETCH_WINDOW", "PREFETCH_WORKERS", "VALIDATION_WINDOW", "HistoryTransfer", "PreparedRef"]
 
 log = logging.getLogger(__name__)
 
-#: Threads reading a history's metadata files ahead (``MetadataPrefetch``): round trips overlapped at once.
-PREFETCH_WORKERS = 8
+#: Threads reading a history's metadata files ahead (``MetadataPrefetch``): round trips overlapped at once, and
+#: how many metaranges ahead of the pass they read (a commit's reads are a few round trips one after another).
+PREFETCH_WORKERS = 32
+PREFETCH_WINDOW = 64
 #: Metaranges transferred before their validation and marks are done together.
 VALIDATION_WINDOW = 32
 #: Metaranges whose objects, range files and metarange file are written at once (in-process transfer only).
-WRITERS = 4
+WRITERS = 16
 #: Metaranges whose ranges are kept by ID: the parents of the next commits, whose ranges theirs rewrite.
 _RECENT_METARANGES = 64
 
@@ -136,7 +137,13 @@ class HistoryTransfer:
                 ahead = functools.partial(self.in_process.copy_ahead, list(first_commit.values()))
             parents = aside(lambda: self._parent_ranges(commits), name="parent-ranges")
             reader = prefetch = MetadataPrefetch(
-                self.source, order, before=parents, workers=PREFETCH_WORKERS, copy_ahead=ahead
+                self.source,
+                order,
+                before=parents,
+                window=PREFETCH_WINDOW,
+                workers=PREFETCH_WORKERS,
+                keep=VALIDATION_WINDOW + 2,
+                copy_ahead=ahead,
             )
             prefetch.advance(0)
         with contextlib.ExitStack() as closing:
@@ -274,9 +281,7 @@ class HistoryTransfer:
                 examples = ", ".join(stats.failed_objects[:5])
                 return [f"{stats.failed_object_count} object(s) could not be copied, e.g. {examples}"], stats
             keep_present = not self.settings.copy_objects
-            md5 = (
-                hashlib.md5(data, usedforsecurity=False).hexdigest() if self.dst_store.answers_md5(len(data)) else None
-            )
+            md5 = content_md5(self.dst_store, data)
             if not put_metadata_file(
                 self.dst_store, self.dst_ns, metarange_id, data, keep_present=keep_present, md5=md5
             ):

@@ -16,7 +16,7 @@ against their IDs as it always did. A prefetch that failed is simply read again 
 read ahead surfaces exactly as a fault in the read it replaces. Memory stays bounded: at most ``window`` commits
 ahead, at most ``max_ranges`` ranges each, nothing read ahead once ``max_bytes`` are held, and files (and a
 metarange's decoded ranges, which the pass and the next commit's read ahead use instead of decoding it again) are
-dropped once the pass is two commits past them.
+dropped once the pass is ``keep`` commits past them.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ class MetadataPrefetch:
         *,
         before: Mapping[str, Sequence[RangeRef]] | Future[dict[str, list[RangeRef]]] | None = None,
         window: int = 16,
+        keep: int = 2,
         workers: int = 8,
         max_ranges: int = 2,
         max_bytes: int = 64 << 20,
@@ -62,6 +63,9 @@ class MetadataPrefetch:
         self.source = source
         self.metaranges = list(metaranges)
         self.window = window
+        #: Files are dropped once the pass is ``keep`` metaranges past them (writers still at work on them wait
+        #: for their copies ahead until then).
+        self.keep = keep
         self.max_ranges = max_ranges
         self.max_bytes = max_bytes
         self._before = before  # the ranges before the first metarange by metarange (or their read, on its way)
@@ -85,7 +89,7 @@ class MetadataPrefetch:
         with self._lock:
             if self._closed:
                 return
-            for old in [i for i in self._owner if i < index - 1]:
+            for old in [i for i in self._owner if i <= index - self.keep]:
                 for key in self._owner.pop(old):
                     self._drop(key)
             while self._submitted < min(len(self.metaranges), index + 1 + self.window):
