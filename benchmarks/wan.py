@@ -325,6 +325,7 @@ def report(
             print(f"  {'':>6}  source lakeFS requests per commit: {top}")
             records = first_sync[rtt].commit_record_requests
             print(f"  {'':>6}  CreateCommitRecord requests at the mirror's lakeFS: {records}")
+            print(f"  {'':>6}  ours: {figure.note}; {figure.cpu_text()}")
         print(f"\none-commit incremental after each first sync (goal: <= {GOAL_INCREMENTAL_REQUESTS} round trips)")
         for rtt in rtts:
             r = first_sync[rtt]
