@@ -54,17 +54,23 @@ def unique(prefix: str) -> str:
 
 @contextlib.contextmanager
 def bench_environment(
-    regions: tuple[RegionSpec, ...] = BENCH_REGIONS, *, keep: bool = False, links: tuple[LinkSpec, ...] = ()
+    regions: tuple[RegionSpec, ...] = BENCH_REGIONS,
+    *,
+    keep: bool = False,
+    links: tuple[LinkSpec, ...] = (),
+    lakefs_on_postgres: tuple[str, ...] = (),
 ) -> Iterator[Environment]:
     """lakeFS regions and MinIO servers in a temp dir; stopped and removed at the end, also on failure.
-    ``links``: Toxiproxy links between regions (``devenv up --link``; ``benchmarks/wan.py``)."""
+    ``links``: Toxiproxy links between regions (``devenv up --link``; ``benchmarks/wan.py``).
+    ``lakefs_on_postgres``: regions whose lakeFS runs on PostgreSQL, their configs with ``refstore_database``."""
     state_dir = Path(tempfile.mkdtemp(prefix="lakefs-mirror-bench-"))
     env: Environment | None = None
     try:
         started = time.monotonic()
-        env = environment_up(state_dir / "env", regions, links=links)
+        env = environment_up(state_dir / "env", regions, links=links, lakefs_on_postgres=lakefs_on_postgres)
+        on_postgres = f", lakeFS of {', '.join(lakefs_on_postgres)} on PostgreSQL" if lakefs_on_postgres else ""
         print(
-            f"[env] {len(env.regions)} lakeFS regions, {len(env.minio)} MinIO servers up in "
+            f"[env] {len(env.regions)} lakeFS regions, {len(env.minio)} MinIO servers{on_postgres} up in "
             f"{time.monotonic() - started:.1f}s ({state_dir})",
             flush=True,
         )

@@ -67,13 +67,33 @@ def _proc_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _children_cpu_seconds(pid: int) -> float:
+    """CPU seconds of ``pid``'s live children and of those it reaped (a PostgreSQL server's backends)."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return total
+    return total + (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+
+
 def server_cpu(env: Environment) -> dict[str, float]:
-    """CPU seconds used so far by each server of ``env`` (``lakefs:<region>``, ``minio:<name>``, ``toxiproxy``); the
-    difference of two readings says which server a step kept busy."""
+    """CPU seconds used so far by each server of ``env`` (``lakefs:<region>``, ``minio:<name>``, ``toxiproxy``,
+    ``postgres`` with its backends); the difference of two readings says which server a step kept busy."""
     cpu = {f"lakefs:{name}": _proc_cpu_seconds(r.pid) for name, r in env.regions.items()}
     cpu.update({f"minio:{name}": _proc_cpu_seconds(m.pid) for name, m in env.minio.items()})
     if env.toxiproxy is not None:  # the link's proxy (benchmarks/wan.py): its own CPU beside the figures
         cpu["toxiproxy"] = _proc_cpu_seconds(env.toxiproxy.pid)
+    if env.postgres:  # a lakeFS's database or the mirrors database: every connection is a process of its own
+        pid = int(env.postgres["pid"])
+        cpu["postgres"] = _proc_cpu_seconds(pid) + _children_cpu_seconds(pid)
     return cpu
 
 

@@ -50,10 +50,12 @@ class Backfill:
 
 @dataclass
 class HistoryRound:
-    """A first sync of the history and a one-commit incremental after it, with the source's requests of each."""
+    """A first sync of the history and a one-commit incremental after it, with the source's requests of each
+    and the ``CreateCommitRecord`` requests the mirror's lakeFS served in the first."""
 
     first: Figure
     requests: Counter[str]
+    commit_record_requests: int
     incremental_seconds: float
     incremental_requests: Counter[str]
 
@@ -108,6 +110,9 @@ def _history_tables(rtts: list[float], first_sync: dict[float, HistoryRound], co
         )
         top = ", ".join(f"{op} {n / commits:.2f}" for op, n in requests.most_common(6))
         print(f"  {'':>6}  source lakeFS requests per commit: {top}")
+        records = first_sync[rtt].commit_record_requests
+        print(f"  {'':>6}  CreateCommitRecord requests at the mirror's lakeFS: {records}")
+        print(f"  {'':>6}  ours: {figure.note}; {figure.cpu_text()}")
     print(f"\none-commit incremental after each first sync (goal: <= {GOAL_INCREMENTAL_REQUESTS} round trips)")
     for rtt in rtts:
         r = first_sync[rtt]

@@ -21,11 +21,18 @@ toxics are set to rtt/2 each way before each round. Per round trip it prints (``
 - ``egress`` (at the last round trip only): a backfill of ``--egress-seconds`` worth of 1 MiB objects at
   ``transfer.max_bytes_per_second: --egress-limit``; the rate held while copying (bytes copied over the copy
   stages' seconds) next to the goal (within 10 % of the limit over 30 s);
-- the CPU seconds of every server, Toxiproxy's included.
+- the CPU seconds of every server, Toxiproxy's and PostgreSQL's included.
+
+The mirror region's lakeFS runs on PostgreSQL, as in production (``devenv up --lakefs-on-postgres region-c``).
+``--commit-records`` says how its sync writes commit records: ``refstore`` (default) with ``refstore_database``
+set to that lakeFS's database, 500 records a transaction; ``api`` without it, one ``CreateCommitRecord`` request a
+record. Which one was used is printed beside the figures, with the ``CreateCommitRecord`` requests the mirror's
+lakeFS served.
 
     .venv/bin/python benchmarks/wan.py [--objects 10000] [--size 16KiB] [--large-objects 20] [--large-size 64MiB]
         [--commits 5000] [--branches 100] [--tags 200] [--lag-commits 20] [--rtts 0,20,80,200] [--rate 0]
         [--transfers 16] [--parts backfill,large,history,lag,egress] [--egress-limit 50Mbit] [--egress-seconds 30]
+        [--commit-records refstore|api]
 
 Small smoke run: ``--objects 300 --large-objects 2 --large-size 8MiB --commits 30 --branches 3 --tags 3
 --lag-commits 10 --rtts 0,80``. rclone comes from the Debian package (installed here when run as root).
@@ -48,7 +55,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import yaml
 from _environment import MIRROR, SOURCE, bench_environment, create_mirror, service_config, split_s3_uri, unique
 from _lag_measure import ModeResult, run_engine
 from _lag_setup import HOOKS_POLLING, LagSetting, hooks_serving, prepare, write_config
@@ -58,6 +64,7 @@ from _sync import format_stages, sync_in_child
 from _wan_report import Backfill, HistoryRound, egress_report, report
 from backfill_vs_rclone import GOAL_RATIO, Figure, ensure_rclone, measured, rclone_sync
 from lakefs_mirror_devenv import Environment, LinkSpec
+from lakefs_mirror_devenv.replication_config import config_variant
 
 from lakefs_mirror_dagster.config import parse_byte_rate, parse_byte_size
 from lakefs_mirror_dagster.lakefs import LakeFSClient
@@ -68,6 +75,11 @@ GOAL_LARGE_RATIO = 1.0
 LAG_SETTING = LagSetting(source_region=SOURCE, mirror_region=MIRROR, repo="wanlag", mirror="wanlag-mirror")
 PARTS = ("backfill", "large", "history", "lag", "egress")
 MiB = 1024 * 1024
+#: ``--commit-records``: how the mirror region's sync writes commit records (its lakeFS is on PostgreSQL either way).
+COMMIT_RECORDS = {
+    "refstore": "refstore_database (the mirror lakeFS's PostgreSQL, 500 records a transaction)",
+    "api": "lakeFS's CreateCommitRecord (one request a record; mirror lakeFS on PostgreSQL)",
+}
 
 
 def set_round_trip(env: Environment, rtt_ms: float, rate_bits: float) -> None:
@@ -78,10 +90,19 @@ def set_round_trip(env: Environment, rtt_ms: float, rate_bits: float) -> None:
         env.toxiproxy.reshape(proxy, spec)
 
 
-def api_requests(env: Environment) -> Counter[str]:
-    """Requests the source lakeFS has served so far, by API operation (its ``api_request_duration_seconds``)."""
+def mirror_config(env: Environment, commit_records: str) -> Path:
+    """The mirror region's config for ``--commit-records``: as devenv wrote it (``refstore_database`` set), or
+    without ``refstore_database`` (``api``)."""
+    config = service_config(env, MIRROR)
+    if commit_records == "refstore":
+        return config
+    return config_variant(config, config.with_name(f"replication-{MIRROR}-api.yaml"), without=("refstore_database",))
+
+
+def api_requests(env: Environment, region: str = SOURCE) -> Counter[str]:
+    """Requests ``region``'s lakeFS has served so far, by API operation (its ``api_request_duration_seconds``)."""
     counts: Counter[str] = Counter()
-    with urllib.request.urlopen(f"{env.region(SOURCE).endpoint}/metrics", timeout=30) as resp:
+    with urllib.request.urlopen(f"{env.region(region).endpoint}/metrics", timeout=30) as resp:
         for line in resp.read().decode().splitlines():
             if line.startswith("api_request_duration_seconds_count{"):
                 labels, value = line.rsplit(" ", 1)
@@ -116,10 +137,10 @@ def build_history(env: Environment, commits: int, branches: int, tags: int) -> t
     return name, commits + 1  # and lakeFS's initial commit
 
 
-def ours(env: Environment, repo: str, payload: int, expected_objects: int | None) -> Figure:
+def ours(env: Environment, config: Path, repo: str, payload: int, expected_objects: int | None) -> Figure:
     """A fresh mirror of ``repo`` synced by the mirror region's config (which reaches the source by the link)."""
     mirror = create_mirror(env, repo)
-    child = sync_in_child(service_config(env, MIRROR), mirror)
+    child = sync_in_child(config, mirror)
     copied = child.result["objects_copied"]
     if expected_objects is not None and copied != expected_objects:
         raise RuntimeError(f"mirror {mirror}: copied {copied} objects, expected {expected_objects}")
@@ -127,12 +148,14 @@ def ours(env: Environment, repo: str, payload: int, expected_objects: int | None
     return Figure("ours", child.result["seconds"], payload, child.cpu_seconds, note=note)
 
 
-def backfill_round(env: Environment, built: BuiltRepository, rclone: str | None, transfers: int) -> list[Figure]:
+def backfill_round(
+    env: Environment, config: Path, built: BuiltRepository, rclone: str | None, transfers: int
+) -> list[Figure]:
     """Our sync of a fresh mirror of ``built``, and ``rclone sync`` of its objects reading through the link."""
     src_bucket, src_prefix = split_s3_uri(built.namespace)
     dst_bucket, _ = split_s3_uri(env.region(MIRROR).namespace_root + "/x")
     payload = built.objects * built.object_size
-    figures = [measured(env, lambda: ours(env, built.name, payload, built.objects))]
+    figures = [measured(env, lambda: ours(env, config, built.name, payload, built.objects))]
     if rclone:
         assert env.toxiproxy is not None
         store_proxy = env.toxiproxy.proxies[env.links[0]["proxies"]["store"]]
@@ -144,22 +167,23 @@ def backfill_round(env: Environment, built: BuiltRepository, rclone: str | None,
     return figures
 
 
-def history_round(env: Environment, repo: str, commits: int) -> HistoryRound:
-    before = api_requests(env)
+def history_round(env: Environment, config: Path, repo: str, commits: int) -> HistoryRound:
+    before, mirror_before = api_requests(env), api_requests(env, MIRROR)
     mirror: list[str] = []
 
     def first_sync() -> Figure:
         mirror.append(create_mirror(env, repo))
-        child = sync_in_child(service_config(env, MIRROR), mirror[0])
+        child = sync_in_child(config, mirror[0])
         note = f"process {child.seconds:.1f}s, {format_stages(child.result['stages'])}"
         return Figure("ours", child.result["seconds"], 0, child.cpu_seconds, note=note)
 
     figure = measured(env, first_sync)
     requests = api_requests(env) - before
+    records = (api_requests(env, MIRROR) - mirror_before)["CreateCommitRecord"]
     add_one_object_commit(env, SOURCE, repo, f"incremental/{uuid.uuid4().hex[:8]}.bin")
     before = api_requests(env)
-    child = sync_in_child(service_config(env, MIRROR), mirror[0])
-    return HistoryRound(figure, requests, child.result["seconds"], api_requests(env) - before)
+    child = sync_in_child(config, mirror[0])
+    return HistoryRound(figure, requests, records, child.result["seconds"], api_requests(env) - before)
 
 
 @contextlib.contextmanager
@@ -191,17 +215,14 @@ def lag_round(env: Environment, config: Path, work: Path, rtt: float, commits: i
     )
 
 
-def egress_round(env: Environment, limit: int, seconds: float) -> tuple[float, float, Figure]:
+def egress_round(env: Environment, config: Path, limit: int, seconds: float) -> tuple[float, float, Figure]:
     """A backfill of ``seconds`` worth of 1 MiB objects at ``limit`` bytes/s: (bytes/s while copying, copy
     seconds, the figure). The rate is the child's bytes copied over its copy stages (range reads + transfer)."""
     objects = max(4, math.ceil(limit * seconds / MiB))
     built = build_repository(env, SOURCE, objects=objects, object_size=MiB)
-    config = service_config(env, MIRROR)
-    data = yaml.safe_load(config.read_text())
-    data.setdefault("transfer", {})["max_bytes_per_second"] = limit
-    limited = config.with_name("replication-egress.yaml")
-    limited.write_text(yaml.safe_dump(data, sort_keys=False))
-    limited.chmod(0o600)
+    limited = config_variant(
+        config, config.with_name("replication-egress.yaml"), transfer={"max_bytes_per_second": limit}
+    )
     result: dict[str, object] = {}
 
     def run() -> Figure:
@@ -243,6 +264,12 @@ def _args() -> argparse.Namespace:
     parser.add_argument("--transfers", type=int, default=16, help="rclone's --transfers and --checkers")
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated: {', '.join(PARTS)}")
     parser.add_argument("--egress-limit", default="50Mbit", help="transfer.max_bytes_per_second of the egress part")
+    parser.add_argument(
+        "--commit-records",
+        choices=sorted(COMMIT_RECORDS),
+        default="refstore",
+        help="how the mirror writes commit records: refstore_database (default) or lakeFS's API",
+    )
     parser.add_argument("--egress-seconds", type=float, default=30.0, help="seconds of data at the egress limit")
     args = parser.parse_args()
     try:
@@ -272,7 +299,12 @@ def main() -> None:
     backfills = [b for b in wanted if b.part in parts]
     rclone = ensure_rclone() if backfills else None
     print(f"start: {machine_load()}")
-    with bench_environment(links=(LinkSpec(SOURCE, MIRROR),)) as env, contextlib.ExitStack() as stack:
+    with (
+        bench_environment(links=(LinkSpec(SOURCE, MIRROR),), lakefs_on_postgres=(MIRROR,)) as env,
+        contextlib.ExitStack() as stack,
+    ):
+        config = mirror_config(env, args.commit_records)
+        print(f"commit records: {COMMIT_RECORDS[args.commit_records]}", flush=True)
         built = {b: build_repository(env, SOURCE, objects=b.objects, object_size=b.size) for b in backfills}
         history = build_history(env, args.commits, args.branches, args.tags) if "history" in parts else None
         lag_work = Path(env.state_dir) / "lag"
@@ -286,15 +318,15 @@ def main() -> None:
             set_round_trip(env, rtt, args.rate * 1e6)
             print(f"\n=== {rtt:g} ms round trip ({machine_load()})", flush=True)
             for b, repository in built.items():
-                backfill[b][rtt] = backfill_round(env, repository, rclone, args.transfers)
+                backfill[b][rtt] = backfill_round(env, config, repository, rclone, args.transfers)
             if history is not None:
-                first_sync[rtt] = history_round(env, *history)
+                first_sync[rtt] = history_round(env, config, *history)
             if lag_config is not None:
                 lag[rtt] = lag_round(env, lag_config, lag_work, rtt, args.lag_commits, rng)
         if "egress" in parts and args.egress_bytes > 0:
             print(f"\n=== egress at {args.egress_limit} over {rtts[-1]:g} ms ({machine_load()})", flush=True)
-            egress = (rtts[-1], args.egress_bytes, *egress_round(env, args.egress_bytes, args.egress_seconds))
-        refs = f"{args.branches} branches, {args.tags} tags"
+            egress = (rtts[-1], args.egress_bytes, *egress_round(env, config, args.egress_bytes, args.egress_seconds))
+        refs = f"{args.branches} branches, {args.tags} tags; commit records: {COMMIT_RECORDS[args.commit_records]}"
         rate = f"{args.rate:g} Mbit/s" if args.rate else "unlimited"
         report(rate, rtts, backfill, first_sync, (history[1] if history else 0, refs), lag, args.lag_commits)
         if egress is not None:

@@ -82,11 +82,16 @@ def environment_up(
     with_dynamodb: bool = False,
     fresh: bool = True,
     links: tuple[LinkSpec, ...] = (),
+    lakefs_on_postgres: tuple[str, ...] = (),
 ) -> Environment:
     """Start MinIO servers, lakeFS regions (and optionally PostgreSQL or DynamoDB Local, which the regions'
     replication configs then use as their mirrors database); write the state file.
 
     ``links``: put what each link's destination reads from its source behind Toxiproxy (see ``link.py``).
+    ``lakefs_on_postgres``: regions whose lakeFS runs on the environment's PostgreSQL (a database of its own,
+    ``lakefs_<region>``) instead of local KV, as production lakeFS does; their replication configs then set
+    ``refstore_database`` to it, so commit records are written there in batches. PostgreSQL is started for them
+    even without ``with_postgres``, which alone makes it the mirrors database too.
 
     If anything fails half-way, what was already started is stopped again before the error propagates.
     """
@@ -100,6 +105,7 @@ def environment_up(
     if len({r.name for r in regions}) != len(regions):
         raise DevenvError("region names must be unique")
     _check_links(links, regions)
+    databases = _lakefs_databases(lakefs_on_postgres, regions, fresh=fresh)
     if fresh and state_dir.exists():
         shutil.rmtree(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -108,6 +114,13 @@ def environment_up(
     try:
         if links:
             env.toxiproxy = start_toxiproxy(state_dir / "toxiproxy")
+            env.save()
+        postgres = None
+        if with_postgres or databases:
+            from .postgres import PostgresServer
+
+            postgres = PostgresServer.start(state_dir / "postgres")
+            env.postgres = {"url": postgres.url, "pid": postgres.pid, "mirrors_database": with_postgres}
             env.save()
         for spec in regions:
             minio = None
@@ -123,22 +136,25 @@ def environment_up(
                 assert env.toxiproxy is not None
                 store_proxy = env.toxiproxy.add_proxy(f"{spec.name}-store", _host_port(minio.endpoint))
                 env.toxiproxy.shape(f"{spec.name}-store", link)
+            database = None
+            if spec.name in databases:
+                assert postgres is not None
+                postgres.make_database(databases[spec.name])
+                database = {
+                    "type": "postgres",
+                    "postgres": {"connection_string": postgres.libpq_url_for(databases[spec.name])},
+                }
             env.regions[spec.name] = start_lakefs(
                 spec.name,
                 state_dir / "regions" / spec.name,
                 minio=minio,
                 auth_secret=auth_secret,
                 pre_signed_endpoint=f"http://{store_proxy}" if store_proxy else None,
+                database=database,
             )
             env.save()
         for link in links:
             env.links.append(_link_proxies(env, link))
-            env.save()
-        if with_postgres:
-            from .postgres import PostgresServer
-
-            server = PostgresServer.start(state_dir / "postgres")
-            env.postgres = {"url": server.url, "pid": server.pid}
             env.save()
         if with_dynamodb:
             from .dynamodb_local import DynamoDBLocal
@@ -173,6 +189,24 @@ def _check_links(links: tuple[LinkSpec, ...], regions: tuple[RegionSpec, ...]) -
         names = [getattr(link, end) for link in links]
         if len(set(names)) != len(names):
             raise DevenvError(f"at most one link per {'source' if end == 'src' else 'destination'} region")
+
+
+def _lakefs_databases(names: tuple[str, ...], regions: tuple[RegionSpec, ...], *, fresh: bool) -> dict[str, str]:
+    """Region -> the PostgreSQL database of its lakeFS, for ``lakefs_on_postgres``; refused before anything starts
+    when a name is no region, or when the environment is not fresh (lakeFS is set up once, on an empty database)."""
+    known = [r.name for r in regions]
+    databases: dict[str, str] = {}
+    for name in names:
+        if name not in known:
+            raise DevenvError(f"lakeFS on PostgreSQL: no region {name!r} (have {sorted(known)})")
+        databases[name] = ("lakefs_" + re.sub(r"[^a-z0-9_]", "_", name.lower()))[:63]
+    if len(set(databases.values())) != len(databases):
+        raise DevenvError(f"lakeFS on PostgreSQL: regions {sorted(databases)} need databases of distinct names")
+    if databases and not fresh:
+        raise DevenvError(
+            "lakeFS on PostgreSQL needs a fresh environment (fresh=True): it is set up on an empty database"
+        )
+    return databases
 
 
 def _host_port(endpoint: str) -> str:

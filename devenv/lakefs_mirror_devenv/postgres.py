@@ -22,6 +22,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
+from urllib.parse import quote
 
 import psycopg
 from psycopg import sql
@@ -175,6 +176,12 @@ class PostgresServer:
     def url_for(self, database: str) -> str:
         """SQLAlchemy URL of another database on this server, as the application user."""
         return f"postgresql+psycopg://{self.user}:{self.password}@{self.host}:{self.port}/{database}"
+
+    def libpq_url_for(self, database: str) -> str:
+        """The libpq URI of ``database``, as lakeFS's ``database.postgres.connection_string`` (and so
+        ``refstore_database``) takes it: no SQLAlchemy driver, no TLS on loopback."""
+        auth = f"{quote(self.user, safe='')}:{quote(self.password, safe='')}"
+        return f"postgres://{auth}@{self.host}:{self.port}/{database}?sslmode=disable"
 
     def is_running(self) -> bool:
         return not self._stopped and self._process.poll() is None

@@ -3,10 +3,11 @@
 Every region gets ``replication-<region>.yaml`` in the state dir: its own lakeFS as ``regional_endpoint``,
 the others in ``dst_endpoints``, its blockstore exactly as its lakeFS has it, the admin credentials of each
 region, and one mirrors database shared by all regions (a SQLite file by default, PostgreSQL or DynamoDB
-Local if the environment runs one). A region at the end of a link (``devenv up --link SRC->DST:...``) reaches
-its link's source through the link's proxies: ``dst_endpoints`` names the source lakeFS's proxy, with
-``source_stores=on`` ``source_stores`` names the source store's, and with ``dest_store=on`` its own ``blockstore``
-(what its sync writes to) names its own store's.
+Local if the environment runs one as such). A region whose lakeFS runs on PostgreSQL (``environment_up``'s
+``lakefs_on_postgres``) gets ``refstore_database``: that lakeFS's own database, as in production. A region at the
+end of a link (``devenv up --link SRC->DST:...``) reaches its link's source through the link's proxies:
+``dst_endpoints`` names the source lakeFS's proxy, with ``source_stores=on`` ``source_stores`` names the source
+store's, and with ``dest_store=on`` its own ``blockstore`` (what its sync writes to) names its own store's.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def replication_config_dict(env: Environment, region: str, *, mirrors_url: str |
     """The config of ``region`` as plain data (contains credentials: keep the file private)."""
     me = env.region(region)
     others = {name: r for name, r in env.regions.items() if name != region}
-    if mirrors_url is None and env.postgres:
+    if mirrors_url is None and env.postgres and env.postgres.get("mirrors_database", True):
         mirrors_url = str(env.postgres["url"])
     database: dict[str, Any]
     if mirrors_url and mirrors_url.startswith("postgresql"):
@@ -79,6 +80,8 @@ def replication_config_dict(env: Environment, region: str, *, mirrors_url: str |
     }
     if source_stores:
         config["source_stores"] = source_stores
+    if me.database is not None:
+        config["refstore_database"] = me.database
     return config
 
 
@@ -100,12 +103,15 @@ def write_replication_configs(env: Environment, *, mirrors_url: str | None = Non
     return paths
 
 
-def config_variant(base: Path, out: Path, **sections: dict[str, Any]) -> Path:
+def config_variant(base: Path, out: Path, *, without: tuple[str, ...] = (), **sections: dict[str, Any]) -> Path:
     """A copy of the config ``base`` at ``out`` (private) with the given keys of each section replaced, e.g.
-    ``commit_sensor={"process_branches_duration": "2s"}``; the section's other keys are kept."""
+    ``commit_sensor={"process_branches_duration": "2s"}``; the section's other keys are kept. ``without``: sections
+    left out (``refstore_database``: commit records through lakeFS's API)."""
     import yaml  # see write_replication_configs
 
     data = yaml.safe_load(base.read_text())
+    for name in without:
+        data.pop(name, None)
     for name, values in sections.items():
         data[name] = {**(data.get(name) or {}), **values}
     out.write_text(yaml.safe_dump(data, sort_keys=False))

@@ -84,7 +84,9 @@ class LakeFSRegion:
 
     ``blockstore`` has the shape of lakeFS's (and the replication config's) ``blockstore`` section, so the
     mirroring engine can write into exactly the storage this lakeFS reads. ``namespace_root`` is where
-    repositories of this region put their storage namespaces (``s3://bucket`` or ``local://``).
+    repositories of this region put their storage namespaces (``s3://bucket`` or ``local://``). ``database`` is
+    lakeFS's ``database`` section when it is not local KV (a database the replication service can write commit
+    records into: ``refstore_database``), else None.
     """
 
     name: str
@@ -100,6 +102,7 @@ class LakeFSRegion:
     minio: str | None = None
     startup_seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    database: dict[str, Any] | None = None
 
     @property
     def api_url(self) -> str:
@@ -171,8 +174,10 @@ def start_lakefs(
     auth_secret: str | None = None,
     admin_keys: tuple[str, str] | None = None,
     pre_signed_endpoint: str | None = None,
+    database: dict[str, Any] | None = None,
 ) -> LakeFSRegion:
-    """Start one lakeFS with local KV, its own cache dir, and either a local or a MinIO blockstore.
+    """Start one lakeFS with local KV (or ``database``, lakeFS's section), its own cache dir, and either a local or
+    a MinIO blockstore.
 
     Admin credentials are created headlessly through lakeFS's installation settings (local KV only): fresh ones,
     or ``admin_keys`` (access key id, secret), so several regions can share one user's keys.
@@ -205,6 +210,7 @@ def start_lakefs(
         auth_secret=auth_secret,
         admin_keys=admin_keys,
         lakefs_settings={"pre_signed_endpoint": pre_signed_endpoint} if pre_signed_endpoint else None,
+        database=database,
     )
 
 
@@ -290,6 +296,7 @@ def start_lakefs_on(
         auth_secret_key=auth_secret,
         minio=minio,
         startup_seconds=time.monotonic() - started,
+        database=database,
     )
     (base_dir / "region.json").write_text(json.dumps(region.to_json(), indent=2))
     return region

@@ -39,7 +39,12 @@ def _devenv_up(args: argparse.Namespace) -> int:
     regions = tuple(devenv.parse_region_spec(r) for r in args.region) if args.region else devenv.DEFAULT_REGIONS
     links = tuple(devenv.parse_link_spec(link) for link in args.link)
     env = devenv.environment_up(
-        args.state_dir, regions, with_postgres=args.postgres, with_dynamodb=args.dynamodb, links=links
+        args.state_dir,
+        regions,
+        with_postgres=args.postgres,
+        with_dynamodb=args.dynamodb,
+        links=links,
+        lakefs_on_postgres=tuple(args.lakefs_on_postgres),
     )
     print(json.dumps(env.to_json(), indent=2) if args.json else _describe(env.to_json()))
     return 0
@@ -73,6 +78,7 @@ def _describe(env: dict[str, Any]) -> str:
         lines.append(
             f"  {name}: lakeFS {r['endpoint']}  storage {r['namespace_root']}  "
             f"key {r['access_key_id']}  (started in {r['startup_seconds']:.1f}s)"
+            + ("  lakeFS on PostgreSQL, refstore_database set" if r.get("database") else "")
         )
     for name, m in env["minio"].items():
         lines.append(f"  minio {name}: {m['endpoint']}")
@@ -161,6 +167,14 @@ def add_dev_commands(sub: Any) -> None:
                 "--dynamodb",
                 action="store_true",
                 help="also start DynamoDB Local; the region configs use it as their mirrors database",
+            )
+            p.add_argument(
+                "--lakefs-on-postgres",
+                action="append",
+                default=[],
+                metavar="REGION",
+                help="run REGION's lakeFS on PostgreSQL (started for it) instead of local KV; its replication config "
+                "sets refstore_database (repeatable; docs/development.md)",
             )
             p.add_argument(
                 "--link",

@@ -82,3 +82,13 @@ def test_up_refuses_two_mirrors_databases_before_starting_anything(
     assert main(["dev", "devenv", "up", "--state-dir", str(state), "--postgres", "--dynamodb"]) == 2
     assert "not both" in capsys.readouterr().err
     assert not state.exists()
+
+
+def test_lakefs_on_postgres_of_no_region_is_refused_in_one_line_before_anything_starts(tmp_path: Path) -> None:
+    state = tmp_path / "env"
+    done = run_cli("dev", "devenv", "up", "--state-dir", str(state), "--lakefs-on-postgres", "nope", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "lakefs-mirror: lakeFS on PostgreSQL: no region 'nope' (have ['region-a', 'region-b'])"
+    ]
+    assert not state.exists()

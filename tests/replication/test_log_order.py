@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import boto3
 import lakefs_sdk
@@ -70,10 +69,7 @@ def pg_region(
     """A lakeFS on PostgreSQL (its own database on the suite's server)."""
     db = f"lakefs_{uuid.uuid4().hex[:12]}"
     postgres_server.make_database(db)
-    conn = (
-        f"postgres://{quote(postgres_server.user)}:{quote(postgres_server.password, safe='')}@"
-        f"{postgres_server.host}:{postgres_server.port}/{db}?sslmode=disable"
-    )
+    conn = postgres_server.libpq_url_for(db)
     section = {"type": "postgres", "postgres": {"connection_string": conn}}
     region = _start(MIRROR_REGION, tmp_path_factory.mktemp("region-pg"), region_a, section)
 
