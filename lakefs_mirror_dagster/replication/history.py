@@ -18,7 +18,7 @@ from ..graveler import RangeRef, iter_range_refs, verify_range_file
 from ..graveler import commit_id as compute_commit_id
 from ..lakefs import Commit
 from ..logs import log_fields
-from ..storage import ObjectStat
+from ..storage import ObjectStat, fixed_workers
 from .aside import aside
 from .errors import ReplicationError
 from .failpoints import failpoint
@@ -252,7 +252,7 @@ class HistoryTransfer:
             cached = self._validated_before(file_ids, intact)
         if cached:
             ids = list(cached)
-            with ThreadPoolExecutor(max_workers=min(self.settings.concurrency, len(ids))) as pool:
+            with ThreadPoolExecutor(max_workers=min(fixed_workers(self.settings.concurrency), len(ids))) as pool:
                 found = dict(zip(ids, pool.map(self._stat_metadata, ids), strict=True))
             changed = [f for f in ids if (st := found[f]) is None or not cached[f] or st.fingerprint != cached[f]]
             if changed:
