@@ -9,7 +9,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import _tree  # noqa: F401  (this tree's package first on sys.path, before anything imports it)
@@ -96,15 +96,24 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
     return bucket, key
 
 
-def service_config(env: Environment, region: str, *, direct_source: str | None = None) -> Path:
+def service_config(
+    env: Environment, region: str, *, direct_source: str | None = None, transfer: Mapping[str, object] | None = None
+) -> Path:
     """The ready replication config of ``region``; with ``direct_source``, a copy that also reads that
-    region's store directly (``source_stores``) instead of through its lakeFS API."""
+    region's store directly (``source_stores``) instead of through its lakeFS API; with ``transfer``, a copy with
+    those keys of its ``transfer`` section set."""
     path = Path(env.state_dir) / f"replication-{region}.yaml"
-    if direct_source is None:
+    if direct_source is None and not transfer:
         return path
     data = yaml.safe_load(path.read_text())
-    data["source_stores"] = {direct_source: env.region(direct_source).blockstore}
-    out = path.with_name(f"replication-{region}-direct-{direct_source}.yaml")
+    name = f"replication-{region}"
+    if direct_source is not None:
+        data["source_stores"] = {direct_source: env.region(direct_source).blockstore}
+        name += f"-direct-{direct_source}"
+    if transfer:
+        data.setdefault("transfer", {}).update(transfer)
+        name += "-" + "-".join(f"{k}-{v}" for k, v in sorted(transfer.items()))
+    out = path.with_name(f"{name}.yaml")
     out.write_text(yaml.safe_dump(data, sort_keys=False))
     out.chmod(0o600)
     return out

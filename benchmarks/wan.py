@@ -7,7 +7,8 @@ toxics are set to rtt/2 each way before each round. Per round trip it prints:
 
 - backfill of ``--objects`` x ``--size`` (default 10,000 x 16 KiB): our sync of a fresh mirror vs ``rclone sync``
   of the same objects from the source store *through the same proxy* into the mirror's MinIO; the ratio of
-  throughputs next to the goal (>= 1.2 at 80 ms);
+  throughputs next to the goal (>= 1.2 at 80 ms), and our copies in flight (``transfer.concurrency``, set by
+  ``--concurrency``: the limit, the most at once and the round trip ``auto`` measured);
 - a history-heavy first sync (``--commits`` on main, ``--branches`` branches and ``--tags`` tags at earlier
   commits; default 5,000 / 100 / 200): seconds, ms per commit (goals: <= 9 ms at 80 ms, <= 3 ms at 0 ms), and the
   requests the source lakeFS served per commit, by operation (from its Prometheus ``/metrics``);
@@ -19,8 +20,8 @@ toxics are set to rtt/2 each way before each round. Per round trip it prints:
 - the CPU seconds of every server, Toxiproxy's included.
 
     .venv/bin/python benchmarks/wan.py [--objects 10000] [--size 16384] [--commits 5000] [--branches 100]
-        [--tags 200] [--rtts 0,20,80,200] [--rate 0] [--transfers 16] [--parts backfill,history,egress]
-        [--egress-limit 50Mbit] [--egress-seconds 30]
+        [--tags 200] [--rtts 0,20,80,200] [--rate 0] [--transfers 16] [--concurrency auto|N]
+        [--parts backfill,history,egress] [--egress-limit 50Mbit] [--egress-seconds 30]
 
 Small smoke run: ``--objects 300 --commits 30 --branches 3 --tags 3 --rtts 0,80``.
 rclone comes from the Debian package (``backfill_vs_rclone.py`` installs it when run as root).
@@ -40,7 +41,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import yaml
 from _environment import MIRROR, SOURCE, bench_environment, create_mirror, service_config, split_s3_uri, unique
 from _machine import machine_load
 from _repositories import BuiltRepository, add_one_object_commit, build_repository
@@ -105,22 +105,35 @@ def build_history(env: Environment, commits: int, branches: int, tags: int) -> t
     return name, commits + 1  # and lakeFS's initial commit
 
 
-def ours(env: Environment, repo: str, payload: int, expected_objects: int | None) -> Figure:
-    """A fresh mirror of ``repo`` synced by the mirror region's config (which reaches the source by the link)."""
+def ours(env: Environment, config: Path, repo: str, payload: int, expected_objects: int | None) -> Figure:
+    """A fresh mirror of ``repo`` synced by the mirror region's ``config`` (which reaches the source by the link)."""
     mirror = create_mirror(env, repo)
-    child = sync_in_child(service_config(env, MIRROR), mirror)
+    child = sync_in_child(config, mirror)
     copied = child.result["objects_copied"]
     if expected_objects is not None and copied != expected_objects:
         raise RuntimeError(f"mirror {mirror}: copied {copied} objects, expected {expected_objects}")
-    note = f"process {child.seconds:.1f}s, {format_stages(child.result['stages'])}"
+    note = f"process {child.seconds:.1f}s, {format_stages(child.result['stages'])}{in_flight(child.result)}"
     return Figure("ours", child.result["seconds"], payload, child.cpu_seconds, note=note)
 
 
-def backfill_round(env: Environment, built: BuiltRepository, rclone: str | None, transfers: int) -> list[Figure]:
+def in_flight(result: dict[str, object]) -> str:
+    """The pass's copies in flight as its result reports them (``transfer.concurrency``), or nothing."""
+    figures = result.get("copies_in_flight")
+    if not isinstance(figures, dict):
+        return ""
+    rtt = figures["round_trip_seconds"]
+    measured = f", source round trip {rtt * 1000:.0f} ms" if isinstance(rtt, float) else ""
+    how = "auto" if figures["auto"] else "fixed"
+    return f"; copies in flight: limit {figures['limit']} ({how}), at most {figures['peak']} at once{measured}"
+
+
+def backfill_round(
+    env: Environment, config: Path, built: BuiltRepository, rclone: str | None, transfers: int
+) -> list[Figure]:
     src_bucket, src_prefix = split_s3_uri(built.namespace)
     dst_bucket, _ = split_s3_uri(env.region(MIRROR).namespace_root + "/x")
     payload = built.objects * built.object_size
-    figures = [measured(env, lambda: ours(env, built.name, payload, built.objects))]
+    figures = [measured(env, lambda: ours(env, config, built.name, payload, built.objects))]
     if rclone:
         assert env.toxiproxy is not None
         store_proxy = env.toxiproxy.proxies[env.links[0]["proxies"]["store"]]
@@ -142,13 +155,13 @@ class HistoryRound:
     incremental_requests: Counter[str]
 
 
-def history_round(env: Environment, repo: str, commits: int) -> HistoryRound:
+def history_round(env: Environment, config: Path, repo: str, commits: int) -> HistoryRound:
     before = api_requests(env)
     mirror: list[str] = []
 
     def first_sync() -> Figure:
         mirror.append(create_mirror(env, repo))
-        child = sync_in_child(service_config(env, MIRROR), mirror[0])
+        child = sync_in_child(config, mirror[0])
         note = f"process {child.seconds:.1f}s, {format_stages(child.result['stages'])}"
         return Figure("ours", child.result["seconds"], 0, child.cpu_seconds, note=note)
 
@@ -156,21 +169,18 @@ def history_round(env: Environment, repo: str, commits: int) -> HistoryRound:
     requests = api_requests(env) - before
     add_one_object_commit(env, SOURCE, repo, f"incremental/{uuid.uuid4().hex[:8]}.bin")
     before = api_requests(env)
-    child = sync_in_child(service_config(env, MIRROR), mirror[0])
+    child = sync_in_child(config, mirror[0])
     return HistoryRound(figure, requests, child.result["seconds"], api_requests(env) - before)
 
 
-def egress_round(env: Environment, limit: int, seconds: float) -> tuple[float, float, Figure]:
+def egress_round(
+    env: Environment, transfer: dict[str, object], limit: int, seconds: float
+) -> tuple[float, float, Figure]:
     """A backfill of ``seconds`` worth of 1 MiB objects at ``limit`` bytes/s: (bytes/s while copying, copy
     seconds, the figure). The rate is the child's bytes copied over its copy stages (range reads + transfer)."""
     objects = max(4, math.ceil(limit * seconds / MiB))
     built = build_repository(env, SOURCE, objects=objects, object_size=MiB)
-    config = service_config(env, MIRROR)
-    data = yaml.safe_load(config.read_text())
-    data.setdefault("transfer", {})["max_bytes_per_second"] = limit
-    limited = config.with_name("replication-egress.yaml")
-    limited.write_text(yaml.safe_dump(data, sort_keys=False))
-    limited.chmod(0o600)
+    limited = service_config(env, MIRROR, transfer={**transfer, "max_bytes_per_second": limit})
     result: dict[str, object] = {}
 
     def run() -> Figure:
@@ -199,6 +209,9 @@ def main() -> None:
     parser.add_argument("--rtts", default="0,20,80,200", help="round trips in ms, comma-separated")
     parser.add_argument("--rate", type=float, default=0.0, help="link rate in Mbit/s each way (0: unlimited)")
     parser.add_argument("--transfers", type=int, default=16, help="rclone's --transfers and --checkers")
+    parser.add_argument(
+        "--concurrency", default="", help="our transfer.concurrency (a number or auto; default: the config's default)"
+    )
     parser.add_argument("--parts", default="backfill,history,egress", help="comma-separated: backfill, history, egress")
     parser.add_argument("--egress-limit", default="50Mbit", help="transfer.max_bytes_per_second of the egress part")
     parser.add_argument("--egress-seconds", type=float, default=30.0, help="seconds of data at the egress limit")
@@ -218,7 +231,9 @@ def main() -> None:
         parser.error(f"--egress-limit: {exc}")
     rclone = ensure_rclone() if "backfill" in parts else None
     print(f"start: {machine_load()}")
+    transfer: dict[str, object] = {"concurrency": args.concurrency} if args.concurrency else {}
     with bench_environment(links=(LinkSpec(SOURCE, MIRROR),)) as env:
+        config = service_config(env, MIRROR, transfer=transfer)
         built = None
         if "backfill" in parts:
             built = build_repository(env, SOURCE, objects=args.objects, object_size=args.size)
@@ -230,12 +245,12 @@ def main() -> None:
             set_round_trip(env, rtt, args.rate * 1e6)
             print(f"\n=== {rtt:g} ms round trip ({machine_load()})", flush=True)
             if built is not None:
-                backfill[rtt] = backfill_round(env, built, rclone, args.transfers)
+                backfill[rtt] = backfill_round(env, config, built, rclone, args.transfers)
             if history is not None:
-                first_sync[rtt] = history_round(env, *history)
+                first_sync[rtt] = history_round(env, config, *history)
         if "egress" in parts and egress_limit > 0:
             print(f"\n=== egress at {args.egress_limit} over {rtts[-1]:g} ms ({machine_load()})", flush=True)
-            egress = (rtts[-1], egress_limit, *egress_round(env, egress_limit, args.egress_seconds))
+            egress = (rtts[-1], egress_limit, *egress_round(env, transfer, egress_limit, args.egress_seconds))
         report(args, rtts, backfill, first_sync, history[1] if history else 0)
         if egress is not None:
             rtt, limit, rate, copy_s, figure = egress
