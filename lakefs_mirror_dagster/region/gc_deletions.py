@@ -276,7 +276,8 @@ def run_gc_deletions(
     others are listed as skipped); a mirror that fails is reported and the others go on."""
     config = service.config
     settings = GcSettings(
-        grace_period=config.garbage_collection.grace_period, dry_run=dry_run,
+        grace_period=config.garbage_collection.grace_period,
+        dry_run=dry_run,
         concurrency=fixed_workers(config.transfer.concurrency),
     )
     results = []
