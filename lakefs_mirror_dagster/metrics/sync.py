@@ -66,7 +66,7 @@ class SyncMetrics:
         self.round_trip = Gauge(
             "lakefs_mirror_source_read_round_trip_seconds",
             "The source reads' round trip the copies measured in the mirror's last pass that copied: the quickest "
-            "time to a first byte among the last 16 reads.",
+            "time to a first byte of its reads.",
             ["mirror"],
             registry=None,
         )

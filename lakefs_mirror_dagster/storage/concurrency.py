@@ -8,11 +8,14 @@ gave 0.86 times rclone's throughput and 64 gave 1.96 times). ``auto`` holds ``AU
 ``AUTO_START`` and never more than ``AUTO_CAP``: 16 on a local link, 32 at 20 ms, 128 from 80 ms.
 
 The round trip is measured on the reads the copies make anyway (no request of its own): the time from asking the
-source for an object to its answer's first byte (``Blockstore.open_read``), the lowest of each ``WINDOW`` reads. The
-lowest, because a read's time also holds waits the pool causes itself (for a connection, a thread, the source's
-queue), which grow with the copies in flight and would feed back into more; the quickest read of a window is the
-link plus the source's own time. Each window's round trip sets the limit for the copies after it. Memory stays
-bounded by the pool's byte budget (``transfer.max_bytes_in_flight``) whatever the limit.
+source for an object to its answer's first byte (``Blockstore.open_read``), the quickest read of the pool so far
+(one pool per engine, so per pass). The quickest, because a read's time also holds waits the process causes itself
+(for the GIL, a core, a connection, the source's queue), which grow with the copies in flight: a typical read's
+time would feed back into more copies, more waiting and more copies again (measured: a loaded 2-core machine read
+its loopback source in 140 ms at 128 copies). The quickest read is the link plus the source's own time, and it
+can only fall as copies are added. After every ``WINDOW`` reads the limit moves to what the rule says, up by at
+most doubling (so a first window that met a slow start overshoots by one step at most), down at once. Memory
+stays bounded by the pool's byte budget (``transfer.max_bytes_in_flight``) whatever the limit.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ AUTO_START = 16
 AUTO_CAP = 128
 #: ``auto``: the round trip at which ``AUTO_START`` copies are enough; each more of it adds as many again.
 REFERENCE_SECONDS = 0.010
-#: Reads per measurement: the lowest time of each window of this many reads is the round trip.
+#: Reads between two settings of the limit.
 WINDOW = 16
 
 _T = TypeVar("_T")
@@ -62,7 +65,7 @@ def fixed_workers(concurrency: Concurrency) -> int:
 @dataclass(frozen=True)
 class InFlightFigures:
     """What a pool's copies did since the last look: the most at once (``peak``), the limit now, whether it is
-    ``auto``, and the last measured round trip of the source reads (seconds; None before a window was full)."""
+    ``auto``, and the round trip of the source reads: the quickest so far (seconds; None before ``WINDOW`` reads)."""
 
     peak: int
     limit: int
@@ -75,7 +78,7 @@ class InFlightFigures:
         how = f"auto: {AUTO_START} per {REFERENCE_SECONDS * 1000:g} ms, at most {AUTO_CAP}" if self.auto else "fixed"
         return (
             f"object copies in flight: up to {self.limit} (transfer.concurrency {how}), {self.peak} at most at once; "
-            f"source reads' round trip {rtt} (the quickest of the last {WINDOW})"
+            f"source reads' round trip {rtt} (the quickest read)"
         )
 
 
@@ -111,13 +114,16 @@ class CopiesInFlight:
         return max(self.start, min(self.cap, math.ceil(AUTO_START * round_trip / REFERENCE_SECONDS - 1e-9)))
 
     def observe(self, seconds: float) -> None:
-        """One source read took ``seconds`` to its first byte; every ``WINDOW`` reads the limit is set anew."""
+        """One source read took ``seconds`` to its first byte; every ``WINDOW`` reads the limit is set anew from
+        the quickest read so far: the rule's number, or twice the limit if that is less."""
         with self._cond:
             self._window.append(max(seconds, 0.0))
             if len(self._window) < WINDOW:
                 return
-            self._round_trip, self._window = min(self._window), []
-            chosen = self.rule(self._round_trip)
+            quickest = min(self._window)
+            self._round_trip = quickest if self._round_trip is None else min(self._round_trip, quickest)
+            self._window = []
+            chosen = min(self.rule(self._round_trip), 2 * self._limit)
             if chosen == self._limit:
                 return
             log.debug("copies in flight %d -> %d (round trip %.1f ms)", self._limit, chosen, self._round_trip * 1e3)
