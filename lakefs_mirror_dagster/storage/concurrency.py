@@ -2,8 +2,8 @@
 
 A copy of a small object spends most of its time waiting for the source's first byte, a round trip away. By
 Little's law the copies in flight are the copies per second times the seconds each takes, so the rate that 16
-copies reach on a local link needs more copies in flight over a longer round trip (issue 34: at 80 ms, 16 copies
-gave 0.86 times rclone's throughput and 64 gave 1.96 times). ``auto`` holds ``AUTO_START`` copies in flight per
+copies reach on a local link needs more copies in flight over a longer round trip (issue 34; the figures are in
+benchmarks/README.md). ``auto`` holds ``AUTO_START`` copies in flight per
 ``REFERENCE_SECONDS`` of the source reads' round trip (a target of 1,600 reads a second), never fewer than
 ``AUTO_START`` and never more than ``AUTO_CAP``: 16 on a local link, 32 at 20 ms, 128 from 80 ms.
 
@@ -11,8 +11,8 @@ The round trip is measured on the reads the copies make anyway (no request of it
 source for an object to its answer's first byte (``Blockstore.open_read``), the quickest read of the pool so far
 (one pool per engine, so per pass). The quickest, because a read's time also holds waits the process causes itself
 (for the GIL, a core, a connection, the source's queue), which grow with the copies in flight: a typical read's
-time would feed back into more copies, more waiting and more copies again (measured: a loaded 2-core machine read
-its loopback source in 140 ms at 128 copies). The quickest read is the link plus the source's own time, and it
+time would feed back into more copies, more waiting and more copies again (a loaded machine next to its source
+went to 128 copies that way). The quickest read is the link plus the source's own time, and it
 can only fall as copies are added. After every ``WINDOW`` reads the limit moves to what the rule says, up by at
 most doubling (so a first window that met a slow start overshoots by one step at most), down at once. Memory
 stays bounded by the pool's byte budget (``transfer.max_bytes_in_flight``) whatever the limit.
