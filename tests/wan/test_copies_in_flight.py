@@ -43,6 +43,7 @@ def test_auto_puts_more_than_16_copies_in_flight_over_an_80ms_link(wan_rig: Faul
     assert flight["limit"] >= 112 and flight["peak"] > 16, flight
     line = _LINE.search(outcome.output)
     assert line is not None, outcome.tail(20)
+    print(f"\n[wan] 80 ms link, {OBJECTS} objects: {line[0]}")
     assert (int(line[1]), int(line[2])) == (flight["limit"], flight["peak"])
     assert int(line[3]) == round(flight["round_trip_seconds"] * 1000)
     assert not MirrorChecker(pair).converged_violations()
