@@ -9,13 +9,14 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import _tree  # noqa: F401  (this tree's package first on sys.path, before anything imports it)
-import yaml
 from lakefs_mirror_devenv import Environment, LakeFSRegion, LinkSpec, RegionSpec, environment_up
 from lakefs_mirror_devenv.environment import stop_environment
+from lakefs_mirror_devenv.replication_config import config_variant
 
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.lakefs import LakeFSClient
@@ -102,18 +103,24 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
     return bucket, key
 
 
-def service_config(env: Environment, region: str, *, direct_source: str | None = None) -> Path:
+def service_config(
+    env: Environment, region: str, *, direct_source: str | None = None, transfer: Mapping[str, object] | None = None
+) -> Path:
     """The ready replication config of ``region``; with ``direct_source``, a copy that also reads that
-    region's store directly (``source_stores``) instead of through its lakeFS API."""
+    region's store directly (``source_stores``) instead of through its lakeFS API; with ``transfer``, a copy with
+    those keys of its ``transfer`` section set."""
     path = Path(env.state_dir) / f"replication-{region}.yaml"
-    if direct_source is None:
+    if direct_source is None and not transfer:
         return path
-    data = yaml.safe_load(path.read_text())
-    data["source_stores"] = {direct_source: env.region(direct_source).blockstore}
-    out = path.with_name(f"replication-{region}-direct-{direct_source}.yaml")
-    out.write_text(yaml.safe_dump(data, sort_keys=False))
-    out.chmod(0o600)
-    return out
+    name = f"replication-{region}"
+    sections: dict[str, dict[str, Any]] = {}
+    if direct_source is not None:
+        sections["source_stores"] = {direct_source: env.region(direct_source).blockstore}
+        name += f"-direct-{direct_source}"
+    if transfer:
+        sections["transfer"] = dict(transfer)
+        name += "-" + "-".join(f"{k}-{v}" for k, v in sorted(transfer.items()))
+    return config_variant(path, path.with_name(f"{name}.yaml"), **sections)
 
 
 def admin_client(region: LakeFSRegion) -> LakeFSClient:

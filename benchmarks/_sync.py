@@ -159,6 +159,7 @@ def _child_main(argv: list[str]) -> None:
         "ranges_validated": sum(s.ranges_validated for s in stats),
         "metadata_reads": reads,
         "peak_rss_bytes": _own_peak_rss(),
+        "copies_in_flight": result.to_json().get("copies_in_flight"),  # absent before transfer.concurrency auto
     }
     print(json.dumps(summary))
 

@@ -7,7 +7,8 @@ toxics are set to rtt/2 each way before each round. Per round trip it prints (``
 
 - ``backfill``: ``--objects`` x ``--size`` (default 10,000 x 16 KiB): our sync of a fresh mirror vs ``rclone sync``
   of the same objects from the source store *through the same proxy* into the mirror's MinIO; the ratio of
-  throughputs next to the goal (>= 1.2 at 80 ms);
+  throughputs next to the goal (>= 1.2 at 80 ms), and our copies in flight (``transfer.concurrency``, set by
+  ``--concurrency``: the limit, the most at once and the round trip ``auto`` measured);
 - ``large``: the same with ``--large-objects`` x ``--large-size`` (default 20 x 64 MiB; goal >= 1.0 at 80 ms);
 - ``history``: a history-heavy first sync (``--commits`` on main, ``--branches`` branches and ``--tags`` tags at
   earlier commits; default 5,000 / 100 / 200): seconds, ms per commit (goals: <= 9 ms at 80 ms, <= 3 ms at 0 ms),
@@ -31,8 +32,8 @@ lakeFS served.
 
     .venv/bin/python benchmarks/wan.py [--objects 10000] [--size 16KiB] [--large-objects 20] [--large-size 64MiB]
         [--commits 5000] [--branches 100] [--tags 200] [--lag-commits 20] [--rtts 0,20,80,200] [--rate 0]
-        [--transfers 16] [--parts backfill,large,history,lag,egress] [--egress-limit 50Mbit] [--egress-seconds 30]
-        [--commit-records refstore|api]
+        [--transfers 16] [--concurrency auto|N] [--parts backfill,large,history,lag,egress] [--egress-limit 50Mbit]
+        [--egress-seconds 30] [--commit-records refstore|api]
 
 Small smoke run: ``--objects 300 --large-objects 2 --large-size 8MiB --commits 30 --branches 3 --tags 3
 --lag-commits 10 --rtts 0,80``. rclone comes from the Debian package (installed here when run as root).
@@ -90,13 +91,13 @@ def set_round_trip(env: Environment, rtt_ms: float, rate_bits: float) -> None:
         env.toxiproxy.reshape(proxy, spec)
 
 
-def mirror_config(env: Environment, commit_records: str) -> Path:
+def mirror_config(env: Environment, commit_records: str, concurrency: str) -> Path:
     """The mirror region's config for ``--commit-records``: as devenv wrote it (``refstore_database`` set), or
-    without ``refstore_database`` (``api``)."""
-    config = service_config(env, MIRROR)
+    without ``refstore_database`` (``api``); with ``--concurrency``, that ``transfer.concurrency``."""
+    config = service_config(env, MIRROR, transfer={"concurrency": concurrency} if concurrency else None)
     if commit_records == "refstore":
         return config
-    return config_variant(config, config.with_name(f"replication-{MIRROR}-api.yaml"), without=("refstore_database",))
+    return config_variant(config, config.with_name(f"{config.stem}-api.yaml"), without=("refstore_database",))
 
 
 def api_requests(env: Environment, region: str = SOURCE) -> Counter[str]:
@@ -144,8 +145,19 @@ def ours(env: Environment, config: Path, repo: str, payload: int, expected_objec
     copied = child.result["objects_copied"]
     if expected_objects is not None and copied != expected_objects:
         raise RuntimeError(f"mirror {mirror}: copied {copied} objects, expected {expected_objects}")
-    note = f"process {child.seconds:.1f}s, {format_stages(child.result['stages'])}"
+    note = f"process {child.seconds:.1f}s, {format_stages(child.result['stages'])}{in_flight(child.result)}"
     return Figure("ours", child.result["seconds"], payload, child.cpu_seconds, note=note)
+
+
+def in_flight(result: dict[str, object]) -> str:
+    """The pass's copies in flight as its result reports them (``transfer.concurrency``), or nothing."""
+    figures = result.get("copies_in_flight")
+    if not isinstance(figures, dict):
+        return ""
+    rtt = figures["round_trip_seconds"]
+    measured = f", source round trip {rtt * 1000:.0f} ms" if isinstance(rtt, float) else ""
+    how = "auto" if figures["auto"] else "fixed"
+    return f"; copies in flight: limit {figures['limit']} ({how}), at most {figures['peak']} at once{measured}"
 
 
 def backfill_round(
@@ -265,6 +277,9 @@ def _args() -> argparse.Namespace:
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated: {', '.join(PARTS)}")
     parser.add_argument("--egress-limit", default="50Mbit", help="transfer.max_bytes_per_second of the egress part")
     parser.add_argument(
+        "--concurrency", default="", help="our transfer.concurrency (a number or auto; default: the config's default)"
+    )
+    parser.add_argument(
         "--commit-records",
         choices=sorted(COMMIT_RECORDS),
         default="refstore",
@@ -303,7 +318,7 @@ def main() -> None:
         bench_environment(links=(LinkSpec(SOURCE, MIRROR),), lakefs_on_postgres=(MIRROR,)) as env,
         contextlib.ExitStack() as stack,
     ):
-        config = mirror_config(env, args.commit_records)
+        config = mirror_config(env, args.commit_records, args.concurrency)
         print(f"commit records: {COMMIT_RECORDS[args.commit_records]}", flush=True)
         built = {b: build_repository(env, SOURCE, objects=b.objects, object_size=b.size) for b in backfills}
         history = build_history(env, args.commits, args.branches, args.tags) if "history" in parts else None

@@ -45,17 +45,21 @@ from .stores import (
     StoreSettings,
 )
 from .values import (
+    AUTO,
     ByteRate,
     ByteSize,
+    Concurrency,
     Secret,
     format_duration,
     parse_byte_rate,
     parse_byte_size,
+    parse_concurrency,
     parse_duration,
     parse_listen_address,
 )
 
 __all__ = [
+    "AUTO",
     "CONFIG_PATH_ENV",
     "ENV_PREFIX",
     "AuthApiConfig",
@@ -68,6 +72,7 @@ __all__ = [
     "ByteRate",
     "ByteSize",
     "CommitSensorConfig",
+    "Concurrency",
     "ConfigError",
     "DynamoDBSettings",
     "EncryptConfig",
@@ -99,6 +104,7 @@ __all__ = [
     "load_config",
     "parse_byte_rate",
     "parse_byte_size",
+    "parse_concurrency",
     "parse_config",
     "parse_duration",
     "parse_listen_address",

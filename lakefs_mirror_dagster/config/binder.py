@@ -18,7 +18,16 @@ from functools import cache
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from .errors import _FieldError, _Parts
-from .values import _BYTE_RATE, _BYTE_SIZE, Secret, parse_byte_rate, parse_byte_size, parse_duration
+from .values import (
+    _BYTE_RATE,
+    _BYTE_SIZE,
+    _CONCURRENCY,
+    Secret,
+    parse_byte_rate,
+    parse_byte_size,
+    parse_concurrency,
+    parse_duration,
+)
 
 __all__: list[str] = []
 
@@ -240,6 +249,8 @@ def _convert_type(tp: Any, value: Any, parts: _Parts, meta: Mapping[str, Any]) -
             return parse_byte_size(value)
         if _BYTE_RATE in marks:
             return parse_byte_rate(value)
+        if _CONCURRENCY in marks:
+            return parse_concurrency(value)
         return _convert_type(base, value, parts, meta)
     if origin in (Union, types.UnionType):
         return _convert_type(_unwrap_optional(tp), value, parts, meta)

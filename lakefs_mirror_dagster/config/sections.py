@@ -12,8 +12,10 @@ from typing import Literal
 
 from .errors import _FieldError, _Parts
 from .values import (
+    AUTO,
     ByteRate,
     ByteSize,
+    Concurrency,
     GiB,
     MiB,
     Secret,
@@ -254,9 +256,11 @@ class MetricsConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class TransferConfig:
-    """``transfer``: how objects and metadata files are moved (``copy``) or awaited (``external``)."""
+    """``transfer``: how objects and metadata files are moved (``copy``) or awaited (``external``). ``concurrency``:
+    object copies in flight per engine, exactly that many, or ``auto`` (the default): as many as the source reads'
+    round trip calls for (``storage/concurrency.py``), within ``max_bytes_in_flight`` of buffers either way."""
 
-    concurrency: int = field(default=16, metadata=_meta(_at_least(1)))
+    concurrency: Concurrency = AUTO
     max_bytes_in_flight: ByteSize = field(default=DEFAULT_MAX_BYTES_IN_FLIGHT, metadata=_meta(_at_least(MiB)))
     multipart_threshold: ByteSize = field(
         default=128 * MiB, metadata=_meta(_between(1, 5 * GiB, "S3 single uploads stop at 5 GiB"))

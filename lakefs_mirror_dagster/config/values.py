@@ -12,12 +12,14 @@ import re
 from collections.abc import Callable
 from datetime import timedelta
 from fractions import Fraction
-from typing import Annotated, Any
+from typing import Annotated, Any, Final, Literal
 from urllib.parse import urlsplit
 
 __all__ = [
+    "AUTO",
     "ByteRate",
     "ByteSize",
+    "Concurrency",
     "GiB",
     "KiB",
     "MiB",
@@ -25,6 +27,7 @@ __all__ = [
     "format_duration",
     "parse_byte_rate",
     "parse_byte_size",
+    "parse_concurrency",
     "parse_duration",
     "parse_listen_address",
 ]
@@ -196,10 +199,16 @@ class _Marker:
 
 _BYTE_SIZE = _Marker("byte size")
 _BYTE_RATE = _Marker("byte rate")
+_CONCURRENCY = _Marker("concurrency")
 #: An ``int`` number of bytes that the config accepts as ``67108864`` or ``"64MiB"``.
 ByteSize = Annotated[int, _BYTE_SIZE]
 #: An ``int`` of bytes per second that the config accepts as ``6250000``, ``"50Mbit"`` or ``"10MiB"``.
 ByteRate = Annotated[int, _BYTE_RATE]
+
+#: ``transfer.concurrency``'s value that lets the copies in flight follow the link (``storage/concurrency.py``).
+AUTO: Final = "auto"
+#: Copies in flight: exactly that many (a whole number, at least 1), or ``"auto"``; ``12`` or ``"12"`` in the config.
+Concurrency = Annotated[int | Literal["auto"], _CONCURRENCY]
 
 #: Bits per second: decimal, as links are sold (rclone's ``--bwlimit`` and Toxiproxy's rates alike).
 _BIT_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
@@ -225,6 +234,21 @@ def parse_byte_rate(value: str | int) -> int:
                 "(e.g. '50Mbit', '1Gbit')"
             ) from None
     return parse_byte_size(value)
+
+
+def parse_concurrency(value: object) -> int | Literal["auto"]:
+    """``auto`` (any case) or a whole number of at least 1 (``16`` or ``"16"``: env variables are text)."""
+    if isinstance(value, str) and value.strip().lower() == AUTO:
+        return AUTO
+    number = value.strip() if isinstance(value, str) else value
+    if isinstance(number, str) and re.fullmatch(r"[+-]?\d+", number):
+        number = int(number)
+    if not isinstance(number, int) or isinstance(number, bool):
+        shown = repr(value) if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else value
+        raise ValueError(f"expected a whole number (copies in flight, at least 1) or 'auto', got {shown}")
+    if number < 1:
+        raise ValueError(f"must be at least 1 copy in flight, or 'auto', got {number}")
+    return number
 
 
 # --------------------------------------------------------------------------------------------------------

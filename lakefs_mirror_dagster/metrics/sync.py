@@ -56,6 +56,20 @@ class SyncMetrics:
             buckets=PASS_BUCKETS,
             registry=None,
         )
+        self.in_flight = Gauge(
+            "lakefs_mirror_copies_in_flight_limit",
+            "Object copies the mirror's engine let run at once in its last pass that copied (transfer.concurrency; "
+            "auto: chosen from the source reads' round trip).",
+            ["mirror"],
+            registry=None,
+        )
+        self.round_trip = Gauge(
+            "lakefs_mirror_source_read_round_trip_seconds",
+            "The source reads' round trip the copies measured in the mirror's last pass that copied: the quickest "
+            "time to a first byte of its reads.",
+            ["mirror"],
+            registry=None,
+        )
         self.last_pass = Gauge(
             "lakefs_mirror_sync_last_pass_timestamp_seconds",
             "Unix time at which the last sync pass ended (the loop's start time until its first pass ends).",
@@ -64,7 +78,17 @@ class SyncMetrics:
         self.last_pass.set(time.time())  # "no pass for N minutes" counts from the start, not from 1970
 
     def register(self, registry: CollectorRegistry) -> None:
-        for collector in (self.objects, self.bytes, self.commits, self.refs, self.errors, self.passes, self.last_pass):
+        for collector in (
+            self.objects,
+            self.bytes,
+            self.commits,
+            self.refs,
+            self.errors,
+            self.passes,
+            self.in_flight,
+            self.round_trip,
+            self.last_pass,
+        ):
             registry.register(collector)
 
     def observe(self, done: SyncPass) -> None:
@@ -72,6 +96,10 @@ class SyncMetrics:
         for result in done.results:
             if result.error:
                 self.errors.labels(result.mirror, "mirror").inc()
+            if (flight := result.copies_in_flight) is not None:
+                self.in_flight.labels(result.mirror).set(flight.limit)
+                if flight.round_trip_seconds is not None:
+                    self.round_trip.labels(result.mirror).set(flight.round_trip_seconds)
             for ref in result.refs:
                 self.objects.labels(result.mirror).inc(ref.stats.objects_copied)
                 self.bytes.labels(result.mirror).inc(ref.stats.bytes_copied)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import ReplicationConfig
+from ..config import Concurrency, ReplicationConfig
 from ..storage import (
     Blockstore,
     CopyResult,
@@ -104,7 +104,7 @@ def copy_namespace(
     destination: Blockstore,
     destination_namespace: str,
     *,
-    concurrency: int = 8,
+    concurrency: Concurrency = 8,
 ) -> tuple[TransferSummary, tuple[str, ...]]:
     """Copy every object under ``source_namespace`` to the same relative key under ``destination_namespace``.
 

@@ -23,7 +23,7 @@ from ..mirrors import Mirror, MirrorsDatabaseError, MirrorState
 from ..replication import ReplicationError, SourceReader, ValidatedCache
 from ..replication.namespaces import check_namespace_free, is_mirror_repository
 from ..replication.validation import METADATA_PREFIX
-from ..storage import Blockstore, join_namespace, relative_to_namespace
+from ..storage import Blockstore, fixed_workers, join_namespace, relative_to_namespace
 from ..storage.uri import namespace_prefix
 
 if TYPE_CHECKING:
@@ -276,7 +276,9 @@ def run_gc_deletions(
     others are listed as skipped); a mirror that fails is reported and the others go on."""
     config = service.config
     settings = GcSettings(
-        grace_period=config.garbage_collection.grace_period, dry_run=dry_run, concurrency=config.transfer.concurrency
+        grace_period=config.garbage_collection.grace_period,
+        dry_run=dry_run,
+        concurrency=fixed_workers(config.transfer.concurrency),
     )
     results = []
     for mirror in service.my_mirrors(name=name):

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..config import Concurrency
 from ..graveler import SSTableError, iter_entry_locations, iter_range_refs, verify_range_file
 from ..lakefs import LakeFSError
 from ..replication import ReplicationError, RepositorySource, metadata_uri
@@ -30,6 +31,7 @@ from ..storage import (
     CopyTask,
     StorageError,
     TransferPool,
+    fixed_workers,
     join_namespace,
 )
 from ..storage.checksums import ContentHasher, ExpectedContent, RecordedChecksum, VerifyingReader
@@ -112,7 +114,7 @@ class Scrubber:
         destination_store: Blockstore,
         destination_namespace: str,
         source: RepositorySource,
-        concurrency: int = 8,
+        concurrency: Concurrency = 8,
         max_bytes_in_flight: int = DEFAULT_MAX_BYTES_IN_FLIGHT,
         page_size: int = 1000,
     ) -> None:
@@ -121,7 +123,8 @@ class Scrubber:
         self.store = destination_store
         self.namespace = destination_namespace
         self.source = source
-        self.concurrency = max(1, concurrency)
+        #: The repairs' copies in flight (``auto`` too); the checks' threads: that many, or ``AUTO_START``.
+        self.concurrency = concurrency
         self.max_bytes_in_flight = max_bytes_in_flight
         self.page_size = page_size
         self._part_sizes: tuple[int, ...] = ()  # multipart part sizes matched so far: one writer's objects share one
@@ -237,7 +240,7 @@ class Scrubber:
                     report.note_damage(f"{obj.key} ({obj.address}): {problem}")
                     damaged.append(obj)
 
-        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="scrub") as pool:
+        with ThreadPoolExecutor(max_workers=fixed_workers(self.concurrency), thread_name_prefix="scrub") as pool:
             list(pool.map(check, objects))
         return damaged
 

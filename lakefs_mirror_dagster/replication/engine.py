@@ -172,6 +172,10 @@ class MirrorEngine:
         if self.settings.mirror_tags and (branches is None if tags is None else tags):
             result.refs.extend(self._sync_differing_tags())
         result.duration_seconds = time.monotonic() - started
+        in_flight = self.in_process.take_in_flight()
+        if in_flight.peak:  # one line a pass that copied: how many copies ran at once, and why that many
+            result.copies_in_flight = in_flight
+            log.info("%s: %s", self.mirror_repo, in_flight.describe(), extra=self._fields())
         return result
 
     def _newest_moving(self, heads: Mapping[str, tuple[str | None, str | None]]) -> str | None:

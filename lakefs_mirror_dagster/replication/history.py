@@ -23,7 +23,7 @@ from ..graveler import RangeRef, SSTableError, iter_range_refs, verify_range_fil
 from ..graveler import commit_id as compute_commit_id
 from ..lakefs import Commit, LakeFSError
 from ..logs import log_fields
-from ..storage import ObjectStat, StorageError
+from ..storage import ObjectStat, StorageError, fixed_workers
 from .aside import aside
 from .errors import ReplicationError
 from .failpoints import failpoint
@@ -330,7 +330,7 @@ class HistoryTransfer:
             cached = self._validated_before(file_ids, intact)
         if cached:
             ids = list(cached)
-            with ThreadPoolExecutor(max_workers=min(self.settings.concurrency, len(ids))) as pool:
+            with ThreadPoolExecutor(max_workers=min(fixed_workers(self.settings.concurrency), len(ids))) as pool:
                 found = dict(zip(ids, pool.map(self._stat_metadata, ids), strict=True))
             changed = [f for f in ids if (st := found[f]) is None or not cached[f] or st.fingerprint != cached[f]]
             if changed:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..lakefs import Commit
-from ..storage import Blockstore, CopyResult, TransferPool, process_limiter
+from ..storage import Blockstore, CopyResult, InFlightFigures, TransferPool, process_limiter
 from .copy_plan import plan_range_copies
 from .errors import ReplicationError
 from .failpoints import failpoint
@@ -41,6 +41,10 @@ class InProcessTransferer:
             max_bytes_in_flight=settings.max_bytes_in_flight,
             limiter=process_limiter(settings.max_bytes_per_second),
         )
+
+    def take_in_flight(self) -> InFlightFigures:
+        """The pool's copies in flight since the last call: the most at once, the limit, the reads' round trip."""
+        return self._pool.in_flight.take_figures()
 
     def __call__(self, batch: RangeBatch, commit: Commit, stats: TransferStats, ref: SyncingRef) -> None:
         """Each range of ``batch`` in turn, the next one's file read while one is worked on (from ``ref.ahead``,

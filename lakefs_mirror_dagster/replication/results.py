@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 from ..mirrors import RefKind
+from ..storage import InFlightFigures
 
 __all__ = [
     "MOVED",
@@ -186,6 +187,9 @@ class MirrorSyncResult:
     duration_seconds: float = 0.0
     #: Why the mirror as a whole could not be synced in this pass (its refs are then not listed).
     error: str | None = None
+    #: The pass's object copies in this process: most at once, the limit (``transfer.concurrency``; ``auto``: as
+    #: chosen from the source reads' round trip) and that round trip. None when nothing was copied here.
+    copies_in_flight: InFlightFigures | None = None
 
     @property
     def ok(self) -> bool:
@@ -198,6 +202,7 @@ class MirrorSyncResult:
             "ok": self.ok,
             "error": self.error,
             "duration_seconds": self.duration_seconds,
+            "copies_in_flight": asdict(self.copies_in_flight) if self.copies_in_flight is not None else None,
             "refs": [r.to_json() for r in self.refs],
         }
 

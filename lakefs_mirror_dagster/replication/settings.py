@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import ReplicationConfig
+from ..config import AUTO, Concurrency, ReplicationConfig
 from ..storage import DEFAULT_MAX_BYTES_IN_FLIGHT
 
 __all__ = ["EngineSettings"]
@@ -14,7 +14,7 @@ __all__ = ["EngineSettings"]
 class EngineSettings:
     """The config's knobs as the engine reads them (``from_config``)."""
 
-    concurrency: int = 16
+    concurrency: Concurrency = AUTO  # object copies in flight: a number, or "auto" (storage/concurrency.py)
     max_bytes_in_flight: int = DEFAULT_MAX_BYTES_IN_FLIGHT
     max_bytes_per_second: int = 0  # object bytes streamed per second by the whole process (0: no limit)
     strict_full_addresses: bool = False

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..config import AUTO, Concurrency
 from ..lakefs import Commit, LakeFSClient
 from ..replication import RangeBatch, RangeTransferSummary, SourceReader, SyncingRef, TransferStats, transfer_range
 from ..replication.failpoints import failpoint
@@ -34,7 +35,8 @@ class TransferTarget:
     repository: str
     source_namespace: str
     destination_namespace: str
-    concurrency: int = 16
+    #: Each task's pool: that many copies in flight, or ``auto``, measured by each task on its own reads.
+    concurrency: Concurrency = AUTO
     max_bytes_in_flight: int = DEFAULT_MAX_BYTES_IN_FLIGHT
     #: The process's ``transfer.max_bytes_per_second``; each task of a batch gets an equal share of it.
     max_bytes_per_second: int = 0

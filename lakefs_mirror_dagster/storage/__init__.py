@@ -10,6 +10,7 @@ from .bandwidth import ThrottledReader, TokenBucket, process_limiter, throttled
 from .base import Blockstore, ObjectInfo, ObjectStat, ReadableStream
 from .budget import DEFAULT_MAX_BYTES_IN_FLIGHT, ByteBudget
 from .checksums import Check, at_rest_check
+from .concurrency import AUTO_CAP, AUTO_START, CopiesInFlight, InFlightFigures, fixed_workers
 from .errors import (
     BucketNotFound,
     ChecksumMismatchError,
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from .gcs import GCSBlockstore
 
 __all__ = [
+    "AUTO_CAP",
+    "AUTO_START",
     "DEFAULT_MAX_BYTES_IN_FLIGHT",
     "AzureBlockstore",
     "Blockstore",
@@ -42,9 +45,11 @@ __all__ = [
     "ByteBudget",
     "Check",
     "ChecksumMismatchError",
+    "CopiesInFlight",
     "CopyResult",
     "CopyTask",
     "GCSBlockstore",
+    "InFlightFigures",
     "InvalidStorageURI",
     "LocalBlockstore",
     "ObjectInfo",
@@ -70,6 +75,7 @@ __all__ = [
     "at_rest_check",
     "build_blockstore",
     "copy_object",
+    "fixed_workers",
     "join_namespace",
     "listed_stats",
     "parse_uri",

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from .concurrency import AUTO_CAP
+
 __all__ = ["HttpAnswer", "HttpBody", "HttpConnections", "HttpStatusError"]
 
 #: Errors of a connection the server closed while it sat idle in the pool: a GET is sent once more on a new one.
@@ -50,11 +52,13 @@ class HttpAnswer:
 
 class HttpConnections:
     """Keep-alive connections by scheme and host, each used by one request at a time; at most ``max_idle`` per
-    host are kept between requests. ``connect_timeout_s`` bounds a connection's set-up, ``read_timeout_s`` each
-    wait for bytes after it. ``verify_tls=False`` accepts any certificate (a store's ``verify_tls`` setting)."""
+    host are kept between requests (by default as many as a pool's copies in flight can be, so that no copy opens
+    a connection, a round trip more over a link, that the one before it closed). ``connect_timeout_s`` bounds a
+    connection's set-up, ``read_timeout_s`` each wait for bytes after it. ``verify_tls=False`` accepts any
+    certificate (a store's ``verify_tls`` setting)."""
 
     def __init__(
-        self, *, connect_timeout_s: float, read_timeout_s: float, verify_tls: bool = True, max_idle: int = 32
+        self, *, connect_timeout_s: float, read_timeout_s: float, verify_tls: bool = True, max_idle: int = AUTO_CAP
     ) -> None:
         self._connect_timeout_s = connect_timeout_s
         self._read_timeout_s = read_timeout_s

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, TypeVar, cast
 
 from .base import Blockstore, ObjectInfo, ObjectStat, ReadableStream
+from .concurrency import AUTO_CAP
 from .errors import (
     BucketNotFound,
     ChecksumMismatchError,
@@ -83,7 +84,7 @@ class S3Blockstore(Blockstore):
         multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD,
         multipart_chunk_size: int = DEFAULT_MULTIPART_CHUNK_SIZE,
         max_attempts: int = 5,
-        max_pool_connections: int = 32,
+        max_pool_connections: int = AUTO_CAP,  # boto3's, per host: one for each copy in flight
         connect_timeout: float = 10.0,
         read_timeout: float = 60.0,
         profile: str | None = None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -9,13 +10,15 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from ..backoff import Backoff
+from ..config import Concurrency
 from .bandwidth import TokenBucket, throttled
 from .base import Blockstore, ObjectStat
 from .budget import DEFAULT_MAX_BYTES_IN_FLIGHT, ByteBudget
 from .checksums import Check, ExpectedContent, RecordedChecksum, VerifyingReader, at_rest_check
+from .concurrency import CopiesInFlight
 from .errors import ChecksumMismatchError, ObjectNotFound, StorageAccessError, StorageError
 
 __all__ = ["CopyResult", "CopyTask", "TransferFailure", "TransferPool", "TransferSummary", "copy_object"]
@@ -55,6 +58,7 @@ def copy_object(
     previous_md5: str | None = None,
     budget: ByteBudget | None = None,
     limiter: TokenBucket | None = None,
+    in_flight: CopiesInFlight | None = None,
 ) -> CopyResult:
     """Copy one object; server-side when the destination can reach the source, else streamed.
 
@@ -67,7 +71,8 @@ def copy_object(
     look for a multipart layout (``ExpectedContent``); with ``discover`` the source store is asked for its own.
     A streamed copy reserves the destination's part buffer (``write_buffer_size``) from ``budget`` before it
     opens the source and gives it back once the object is stored. A streamed copy reads its source through
-    ``limiter`` (``transfer.max_bytes_per_second``), when there is one.
+    ``limiter`` (``transfer.max_bytes_per_second``), when there is one, and tells ``in_flight`` how long the source
+    took to answer (the round trip ``auto`` concurrency follows).
     """
     if allow_server_side and dst_store.same_endpoint_as(src_store):
         try:
@@ -94,8 +99,13 @@ def copy_object(
         part_sizes = (own, *part_sizes)
     expected = ExpectedContent(etag, size, part_sizes, discover, previous_md5)
     held = budget.hold(dst_store.write_buffer_size(size)) if budget is not None else nullcontext()
+
+    def open_source() -> BinaryIO:
+        read = functools.partial(src_store.open_read, src_uri, size=size)
+        return read() if in_flight is None else in_flight.timed(read)
+
     if _store_checks(dst_store, expected):
-        with held, throttled(src_store.open_read(src_uri, size=size), limiter) as stream:
+        with held, throttled(open_source(), limiter) as stream:
             stat = dst_store.write_stream(dst_uri, stream, size)
         found = RecordedChecksum.parse(stat.etag)
         if found.may_be_content_md5 and found.hex == expected.recorded.hex:
@@ -108,7 +118,7 @@ def copy_object(
             uri=src_uri,
             content_md5=found.hex if found.may_be_content_md5 else _NOT_AN_MD5,
         )
-    with held, throttled(src_store.open_read(src_uri, size=size), limiter) as stream:
+    with held, throttled(open_source(), limiter) as stream:
         reader = VerifyingReader(stream, expected, uri=src_uri)
         stat = dst_store.write_stream(dst_uri, reader, size)
     try:
@@ -217,8 +227,9 @@ class _Failed(Exception):
 class TransferPool:
     """Copies many objects on a bounded thread pool, skipping those already at the destination.
 
-    At most ``concurrency`` copies run at once and at most ``2 * concurrency`` tasks are pending, so a
-    huge task iterable is consumed lazily. The part buffers of streamed copies together stay within
+    At most ``concurrency`` copies run at once (``auto``: as many as the source reads' round trip calls for,
+    ``concurrency.py``) and at most twice that many tasks of a run are pending, so a huge task iterable is
+    consumed lazily. The part buffers of streamed copies together stay within
     ``max_bytes_in_flight`` (``ByteBudget``), whatever the object sizes. Transient errors are retried on the
     package's ``Backoff`` (first retry within ``backoff_initial`` seconds, doubling up to ``backoff_max``), at most
     ``max_attempts`` tries per object; other errors fail the object immediately.
@@ -227,7 +238,7 @@ class TransferPool:
     def __init__(
         self,
         *,
-        concurrency: int = 8,
+        concurrency: Concurrency = 8,
         max_bytes_in_flight: int = DEFAULT_MAX_BYTES_IN_FLIGHT,
         max_attempts: int = 5,
         backoff_initial: float = 0.5,
@@ -237,14 +248,15 @@ class TransferPool:
         on_result: Callable[[CopyResult], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         limiter: TokenBucket | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if concurrency < 1:
-            raise ValueError(f"TransferPool concurrency must be at least 1, got {concurrency}")
+        #: The copies at once across every ``run`` of this pool, also when several branches transfer at the same
+        #: time: the bound on threads, connections and buffered parts; ``clock`` times the source reads.
+        self.in_flight = CopiesInFlight(concurrency, clock=clock)
         if max_attempts < 1:
             raise ValueError(f"TransferPool max_attempts must be at least 1, got {max_attempts}")
         if backoff_initial < 0 or backoff_max < 0:
             raise ValueError("TransferPool backoff times must not be negative")
-        self.concurrency = concurrency
         self.max_attempts = max_attempts
         self._backoff = Backoff(base=backoff_initial, cap=backoff_max, attempts=max_attempts, sleep=sleep)
         self.skip_existing = skip_existing
@@ -253,9 +265,6 @@ class TransferPool:
         #: The process's egress bucket (``bandwidth.process_limiter``) every streamed copy reads through.
         self.limiter = limiter
         self._lock = threading.Lock()
-        #: At most ``concurrency`` copies at once across every ``run`` of this pool, also when several
-        #: branches transfer at the same time: the bound on threads, connections and buffered parts.
-        self._copying = threading.BoundedSemaphore(concurrency)
         #: Bytes buffered by streamed copies, across every ``run`` of this pool (raises on a size below 1).
         self.budget = ByteBudget(max_bytes_in_flight)
         #: Destinations being copied now, by any run: a second copy to one of them waits for the first and then
@@ -286,7 +295,7 @@ class TransferPool:
         tries, previous_md5 = self._backoff.start(), None
         while True:
             try:
-                with self._copying:
+                with self.in_flight.slot():
                     result = self._attempt(task, known, discover=previous_md5 is not None, previous_md5=previous_md5)
             except Exception as exc:
                 if not isinstance(exc, StorageError) or not exc.transient:
@@ -341,6 +350,7 @@ class TransferPool:
             previous_md5=previous_md5,
             budget=self.budget,
             limiter=self.limiter,
+            in_flight=self.in_flight,
         )
 
     def run(
@@ -358,7 +368,8 @@ class TransferPool:
         known: Mapping[str, ObjectStat | None] = known_destinations or {}
         summary = TransferSummary()
         lock = threading.Lock()
-        slots = threading.BoundedSemaphore(2 * self.concurrency)
+        pending = threading.Condition()  # tasks of this run submitted and not finished: at most twice the limit
+        submitted = 0
 
         def finished(task: CopyTask, future: Future[tuple[CopyResult, int]]) -> None:
             try:
@@ -391,15 +402,31 @@ class TransferPool:
                     if hear is not None:
                         hear(result)
             finally:
-                slots.release()
+                done()
 
-        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="blockstore-copy") as pool:
+        def done() -> None:
+            nonlocal submitted
+            with pending:
+                submitted -= 1
+                pending.notify()
+
+        def room() -> bool:
+            return submitted < 2 * self.in_flight.limit
+
+        # Threads up to the cap: an ``auto`` limit may grow while this run goes on (the executor starts them as
+        # tasks wait, so there are at most as many as tasks pending), and then wakes this loop to submit more.
+        with (
+            self.in_flight.watching(pending),
+            ThreadPoolExecutor(max_workers=self.in_flight.cap, thread_name_prefix="blockstore-copy") as pool,
+        ):
             for task in tasks:
-                slots.acquire()
+                with pending:
+                    pending.wait_for(room)
+                    submitted += 1
                 try:
                     future = pool.submit(self._copy_one, task, known)
                 except BaseException:
-                    slots.release()
+                    done()
                     raise
                 future.add_done_callback(lambda f, t=task: finished(t, f))  # type: ignore[misc]
         return summary

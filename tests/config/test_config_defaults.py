@@ -63,7 +63,7 @@ def test_documented_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     # The reference leaves size/ttl blank; lakeFS's own auth cache defaults are 1024 entries and 20s.
     assert (config.auth.cache.size, config.auth.cache.ttl) == (1024, timedelta(seconds=20))
 
-    assert config.transfer.concurrency == 16
+    assert config.transfer.concurrency == "auto"
     assert config.transfer.multipart_threshold == 128 * MiB
     assert config.transfer.multipart_chunk_size == 16 * MiB
     assert config.transfer.strict_full_addresses is False

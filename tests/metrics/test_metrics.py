@@ -37,6 +37,7 @@ from lakefs_mirror_dagster.replication import (
     TransferStats,
 )
 from lakefs_mirror_dagster.service import create_app, running_server
+from lakefs_mirror_dagster.storage import InFlightFigures
 from lakefs_mirror_dagster.storage.errors import ObjectNotFound, StorageError
 from lakefs_mirror_dagster.storage.local import LocalBlockstore
 from tests.cli_process import run_cli
@@ -184,6 +185,22 @@ def test_a_pass_counts_copies_by_mirror_and_errors_by_kind() -> None:
     assert value(found, "lakefs_mirror_sync_pass_duration_seconds_sum", kind="full") == 1.5
     last = value(found, "lakefs_mirror_sync_last_pass_timestamp_seconds")
     assert last is not None and abs(last - time.time()) < 3600
+
+
+def test_a_pass_that_copied_shows_the_copies_in_flight_it_chose_and_the_round_trip_it_chose_them_from() -> None:
+    far = MirrorSyncResult("far", "src", copies_in_flight=InFlightFigures(96, 128, True, 0.083))
+    fixed = MirrorSyncResult("near", "src", copies_in_flight=InFlightFigures(3, 16, False, None))
+    idle = MirrorSyncResult("idle", "src")  # copied nothing: no figures, no samples
+    metrics = SyncMetrics()
+    registry = CollectorRegistry()
+    metrics.register(registry)
+    metrics.observe(SyncPass("full", [far, fixed, idle], 2.0))
+    found = samples(generate_latest(registry).decode())
+    assert value(found, "lakefs_mirror_copies_in_flight_limit", mirror="far") == 128
+    assert value(found, "lakefs_mirror_source_read_round_trip_seconds", mirror="far") == 0.083
+    assert value(found, "lakefs_mirror_copies_in_flight_limit", mirror="near") == 16
+    assert value(found, "lakefs_mirror_source_read_round_trip_seconds", mirror="near") is None  # fewer than 16 reads
+    assert value(found, "lakefs_mirror_copies_in_flight_limit", mirror="idle") is None
 
 
 def test_store_requests_are_timed_by_operation_once_each_and_never_by_key(tmp_path: Path) -> None:
