@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import itertools
 import logging
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
@@ -53,6 +54,8 @@ PREFETCH_WINDOW = 64
 VALIDATION_WINDOW = 32
 #: Metaranges whose objects, range files and metarange file are written at once (in-process transfer only).
 WRITERS = 16
+#: Files of metaranges read ahead asked about with a metarange's own (whose files are always all asked about).
+LOOK_AHEAD_FILES = 2048
 #: Metaranges whose ranges are kept by ID: the parents of the next commits, whose ranges theirs rewrite.
 _RECENT_METARANGES = 64
 
@@ -238,7 +241,10 @@ class HistoryTransfer:
         (``VerifiedRanges``), not missing at the destination. A range that cannot be read or decoded is left to
         its writer, which reports it as the transfer always did."""
         read_base = base_reader(self.dst_store, self.dst_ns)
-        for range_id, range_bases in new_ranges.items():
+        order = list(new_ranges)
+        for i, (range_id, range_bases) in enumerate(new_ranges.items()):
+            if i + 1 < len(order):
+                ahead.start(order[i + 1])  # the next range's file comes while this one is compared
             try:
                 early = reader.early(range_id) if isinstance(reader, MetadataPrefetch) else None
                 data = early if early is not None else ahead.read_metadata("range", range_id)
@@ -310,10 +316,11 @@ class HistoryTransfer:
             return self.validated.validated_ranges(self.validation_key, todo) if todo else {}
         unknown = [f for f in todo if f not in window.looked_up]
         if unknown:
-            if isinstance(reader, MetadataPrefetch):
+            if isinstance(reader, MetadataPrefetch):  # and, in the same question, at most as many files ahead
                 ahead = (f for mid, refs in reader.decoded().items() for f in (mid, *(r.range_id for r in refs)))
-                unknown.extend(f for f in ahead if f not in intact and f not in written and f not in window.looked_up)
-            unknown = list(dict.fromkeys(unknown))[: 64 * VALIDATION_WINDOW]
+                later = (f for f in ahead if f not in intact and f not in written and f not in window.looked_up)
+                unknown.extend(itertools.islice(later, LOOK_AHEAD_FILES))
+            unknown = list(dict.fromkeys(unknown))
             found = self.validated.validated_ranges(self.validation_key, unknown)
             window.looked_up.update({f: found.get(f) for f in unknown})
         return {f: fp for f in todo if (fp := window.looked_up.get(f)) is not None}

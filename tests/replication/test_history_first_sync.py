@@ -7,11 +7,15 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from lakefs_mirror_dagster.config import load_config
+from lakefs_mirror_dagster.region import ReplicationService
+from lakefs_mirror_dagster.replication import history, read_metarange
 from lakefs_mirror_dagster.replication.history import VALIDATION_WINDOW
 
 from .conftest import assert_mirror_equals_source, assert_ref_complete, content, lakefs_operation_count
 
 COMMITS = 70
+RANGES_COMMITS = 20
 
 
 def test_a_long_history_is_synced_with_a_few_questions_per_window(lakefs_env, service_for, unique_name) -> None:  # type: ignore[no-untyped-def]
@@ -57,3 +61,47 @@ def test_a_long_history_is_synced_with_a_few_questions_per_window(lakefs_env, se
 
     [again] = dst_svc.sync(name=mirror_name)
     assert again.ok and all(r.action == "unchanged" for r in again.refs), again.to_json()
+
+
+def test_an_incremental_in_a_new_process_transfers_only_the_new_range(  # type: ignore[no-untyped-def]
+    lakefs_env, service_for, config_path, unique_name, monkeypatch
+) -> None:
+    """Each of these commits adds a range, so the newest metarange lists one range per commit: a new process
+    asks the mirrors database about all of them, however few files it asks about ahead, and copies only the
+    range the new commit adds."""
+    monkeypatch.setattr(history, "LOOK_AHEAD_FILES", 4)
+    src_svc, dst_svc = service_for("region-a"), service_for("region-c")
+    src = src_svc.client("region-a")
+    repo, mirror_name = unique_name("ranges"), unique_name("mirror")
+    src.create_repository(repo, lakefs_env.region("region-a").namespace_for(repo))
+    for i in range(RANGES_COMMITS):
+        src.upload_object(repo, "main", f"log/{i:04d}.txt", content(f"commit {i}"))
+        src.commit(repo, "main", f"commit {i}")
+    src_svc.create_mirror(
+        source_repository=repo,
+        name=mirror_name,
+        region="region-c",
+        storage_namespace=lakefs_env.region("region-c").namespace_for(mirror_name),
+    )
+    [first] = dst_svc.sync(name=mirror_name)
+    assert first.ok, first.to_json()
+    head = src.get_commit(repo, src.get_branch_head(repo, "main"))
+    listed = len(read_metarange(dst_svc.destination_store(""), _namespace(dst_svc, mirror_name), head.metarange_id))
+    assert listed > 4 * 2, f"the newest metarange lists {listed} ranges: too few to ask about beyond the look-ahead"
+
+    src.upload_object(repo, "main", "log/more.txt", content("one more"))
+    src.commit(repo, "main", "one more")
+    fresh = ReplicationService(load_config(config_path("region-c"), env={}))
+    try:
+        [second] = fresh.sync(name=mirror_name)
+    finally:
+        fresh.close()
+    assert second.ok, second.to_json()
+    [main] = [r for r in second.refs if r.name == "main"]
+    assert main.stats.ranges_transferred == 1, main.stats.to_json()
+    assert main.stats.objects_copied == 1, main.stats.to_json()
+    assert_ref_complete(dst_svc, mirror_name, main.source_commit or "")
+
+
+def _namespace(service: ReplicationService, mirror_name: str) -> str:
+    return next(service.my_mirrors(name=mirror_name)).storage_namespace
