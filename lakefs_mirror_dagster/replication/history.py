@@ -106,7 +106,6 @@ class HistoryTransfer:
         self.dst_store = in_process.store
         self.dst_ns = in_process.namespace
         self.validate_window = WindowValidation(
-            validator=validator,
             validated=validated,
             validation_key=validation_key,
             progress=progress,
@@ -170,8 +169,8 @@ class HistoryTransfer:
                     )
                 )
                 if len(window.metaranges) >= VALIDATION_WINDOW:
-                    errors.extend(self.validate_window(window, stats, intact, syncing.label))
-            errors.extend(self.validate_window(window, stats, intact, syncing.label))
+                    errors.extend(self.validate_window(window, self.validator, stats, intact, syncing.label))
+            errors.extend(self.validate_window(window, self.validator, stats, intact, syncing.label))
         if errors:
             why = "validation failed" if self.settings.copy_objects else "waiting for the store's replication"
             prepared.error = f"{why}, not promoted: " + "; ".join(errors[:MAX_REPORTED])

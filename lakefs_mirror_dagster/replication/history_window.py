@@ -38,14 +38,14 @@ class Window:
 
 
 class WindowValidation:
-    """Validates a ``Window`` at the destination (``store`` under ``namespace``) with the engine's ``validator``,
-    marking what passed in ``validated`` under ``validation_key``; metarange files are checked on ``workers``
-    threads beside it. ``reads``: the pass's memo of range files, dropped for the window's ranges once done."""
+    """Validates a ``Window`` at the destination (``store`` under ``namespace``) with the validator it is given
+    (the engine's, read when called), marking what passed in ``validated`` under ``validation_key``; metarange
+    files are checked on ``workers`` threads beside it. ``reads``: the pass's memo of range files, dropped for the
+    window's ranges once done."""
 
     def __init__(
         self,
         *,
-        validator: RangeValidator,
         validated: ValidatedCache,
         validation_key: str,
         progress: ProgressReporter,
@@ -54,7 +54,6 @@ class WindowValidation:
         namespace: str,
         workers: int,
     ) -> None:
-        self.validator = validator
         self.validated = validated
         self.validation_key = validation_key
         self.progress = progress
@@ -63,7 +62,9 @@ class WindowValidation:
         self.namespace = namespace
         self.workers = workers
 
-    def __call__(self, window: Window, stats: TransferStats, intact: set[str], ref: str) -> list[str]:
+    def __call__(
+        self, window: Window, validator: RangeValidator, stats: TransferStats, intact: set[str], ref: str
+    ) -> list[str]:
         """Validate what ``window`` holds at the destination, its new ranges in one call of the validator and its
         metarange files on the validator's threads, then mark what passed: the ranges first (each only once its
         bases passed too, since its entries identical to theirs were taken on trust), then each metarange all of
@@ -93,7 +94,7 @@ class WindowValidation:
             workers = max(1, min(self.workers, len(metaranges)))
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="metarange-check") as pool:
                 stored = pool.map(lambda m: self._stored_metarange(*m), metaranges)
-                validations = self.validator(ranges) if ranges else []
+                validations = validator(ranges) if ranges else []
                 checked = list(stored)
         finally:
             self.progress.validation_done(len(ranges), ref=ref)
