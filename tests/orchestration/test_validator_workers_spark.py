@@ -62,7 +62,7 @@ def test_a_run_validates_on_num_workers_spark_partitions(
     )
 
     assert result.success
-    # One Spark job per commit with new ranges, in order: the fixture's first commit (one range: one task), then
-    # the built commit, whose ranges are spread over ``workers`` partitions.
-    assert _stage_tasks(spark, before) == [1, workers]
+    # One Spark job per window of commits (``history.VALIDATION_WINDOW``): the fixture's first commit and the
+    # built one are validated together, their new ranges spread over ``workers`` partitions.
+    assert _stage_tasks(spark, before) == [workers]
     assert_mirror_equals_source(case.src, case.repo, case.dst, name)
