@@ -242,8 +242,10 @@ class HistoryTransfer:
         read_base = base_reader(self.dst_store, self.dst_ns)
         order = list(new_ranges)
         for i, (range_id, range_bases) in enumerate(new_ranges.items()):
-            if i + 1 < len(order):
-                ahead.start(order[i + 1])  # the next range's file comes while this one is compared
+            following = order[i + 1] if i + 1 < len(order) else None
+            held = following is not None and isinstance(reader, MetadataPrefetch) and reader.holds("range", following)
+            if following is not None and not held:
+                ahead.start(following)  # the next range's file comes while this one is compared
             try:
                 early = reader.early(range_id) if isinstance(reader, MetadataPrefetch) else None
                 data = early if early is not None else ahead.read_metadata("range", range_id)
