@@ -9,6 +9,7 @@ found); the Python ones are their reference and fallback. No I/O: every function
 from .addresses import KNOWN_SCHEMES, AddressType, address_is_full
 from .errors import GravelerError, ProtoError, RangeIdMismatchError, RecordError, SSTableError, VarintError
 from .ident import IdentityWriter, commit_id, entry_identity, entry_identity_legacy, parents_identity
+from .metarange import Metarange, decode_metarange
 from .range_id import (
     VerifiedRange,
     compute_range_id,
@@ -63,6 +64,7 @@ __all__ = [
     "EntryLocation",
     "GravelerError",
     "IdentityWriter",
+    "Metarange",
     "ProtoError",
     "RangeIdMismatchError",
     "RangeRef",
@@ -79,6 +81,7 @@ __all__ = [
     "decode_branch_data",
     "decode_commit_data",
     "decode_entry",
+    "decode_metarange",
     "decode_range_ref",
     "decode_tag_data",
     "decode_uvarint",

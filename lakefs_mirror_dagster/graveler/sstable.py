@@ -33,6 +33,7 @@ __all__ = [
     "SSTable",
     "SSTableError",
     "block_list_records",
+    "block_records",
     "iter_block_entries",
     "mask_crc",
 ]
@@ -295,14 +296,14 @@ class SSTable:
     def iter_records(self) -> Iterator[tuple[bytes, bytes]]:
         """(user key, raw value) of every record, in key order; refuses anything but SET records."""
         for i, block in enumerate(self.iter_data_blocks()):
-            yield from _block_records(block, i)
+            yield from block_records(block, i)
 
 
 def block_list_records(blocks: list[bytes]) -> list[tuple[bytes, bytes]]:
     """(user key, raw value) of every record of these data blocks (:meth:`SSTable.data_blocks`), in order."""
     out: list[tuple[bytes, bytes]] = []
     for i, block in enumerate(blocks):
-        out.extend(_block_records(block, i))
+        out.extend(block_records(block, i))
     return out
 
 
@@ -324,7 +325,7 @@ def _index_block_handles(block: bytes, what: str) -> list[BlockHandle]:
         raise SSTableError(f"{what}: {exc}") from None
 
 
-def _block_records(block: bytes, index: int) -> list[tuple[bytes, bytes]]:
+def block_records(block: bytes, index: int) -> list[tuple[bytes, bytes]]:
     """The records of data block number ``index``, by the C walk if it was built, else the Python one."""
     try:
         if _native_block_records is not None:
@@ -338,7 +339,7 @@ def _block_records(block: bytes, index: int) -> list[tuple[bytes, bytes]]:
 
 def _data_block_records(block: bytes) -> Iterator[tuple[bytes, bytes]]:
     """Like :func:`iter_block_entries` for data blocks, with inline short varints and the trailer stripped; its
-    messages leave naming the block to the caller (``_block_records``).
+    messages leave naming the block to the caller (``block_records``).
 
     The reference for ``_native.data_block_records`` (``_native.c``), which must agree with it on every block,
     valid or not (``tests/graveler/test_graveler_native.py``)."""

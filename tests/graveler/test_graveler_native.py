@@ -86,7 +86,7 @@ def test_through_sstable_a_corrupt_block_names_its_index() -> None:
     block = bytearray(_block([b"a" + SET, b"b" + SET]))
     block[2] = 0x7F  # the first key's length now runs past the block
     with pytest.raises(SSTableError, match=r"^data block 3: "):
-        sstable._block_records(bytes(block), 3)
+        sstable.block_records(bytes(block), 3)
 
 
 @needs_native
