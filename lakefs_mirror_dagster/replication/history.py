@@ -16,11 +16,11 @@ import functools
 import itertools
 import logging
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from ..graveler import RangeRef, SSTableError, iter_range_refs, verify_range_file
+from ..graveler import Metarange, RangeRef, SSTableError, decode_metarange
 from ..graveler import commit_id as compute_commit_id
 from ..lakefs import Commit, LakeFSError
 from ..logs import log_fields
@@ -28,7 +28,7 @@ from ..storage import ObjectStat, StorageError, fixed_workers
 from .aside import aside
 from .errors import ReplicationError
 from .failpoints import failpoint
-from .history_window import Window, WindowValidation
+from .history_window import Window, WindowValidation, WrittenMetarange
 from .in_process import InProcessTransferer
 from .planner import CommitPlanner
 from .plugs import RangeBatch, RangeTransferer, RangeValidator, SyncingRef, ValidatedCache, ref_label
@@ -152,8 +152,9 @@ class HistoryTransfer:
             if prefetch is not None:
                 closing.callback(prefetch.close)
             parent_ranges = self._parent_ranges(commits) if prefetch is None else parents.result()
-            bases = {r.range_id: r for refs in parent_ranges.values() for r in refs}
-            recent: OrderedDict[str, list[RangeRef]] = OrderedDict(parent_ranges)
+            bases = {r.range_id: r for metarange in parent_ranges.values() for r in metarange.refs}
+            recent: OrderedDict[str, Metarange] = OrderedDict(parent_ranges)
+            outside = set(parent_ranges)  # the parents' at the mirror: their ranges are looked at, not diffed
             window = Window()
             if self.transferer is self.in_process:  # metaranges written at once; any other transferer, in turn
                 writers = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="metarange-writer")
@@ -165,7 +166,7 @@ class HistoryTransfer:
                     prefetch.advance(i)
                 errors.extend(
                     self._metarange(
-                        metarange_id, commit, stats, intact, bases, recent, reader, syncing, window, writers
+                        metarange_id, commit, stats, intact, bases, recent, outside, reader, syncing, window, writers
                     )
                 )
                 if len(window.metaranges) >= VALIDATION_WINDOW:
@@ -183,44 +184,51 @@ class HistoryTransfer:
         stats: TransferStats,
         intact: set[str],
         bases: dict[str, RangeRef],
-        recent: OrderedDict[str, list[RangeRef]],
+        recent: OrderedDict[str, Metarange],
+        outside: set[str],
         reader: RangeSource,
         syncing: SyncingRef,
         window: Window,
         writers: ThreadPoolExecutor | None,
     ) -> list[str]:
         """Copy a metarange's new ranges (objects first) and the metarange into ``window``, to be validated with
-        it. ``bases`` (ranges of earlier commits by ID, each once however many commits list it) grows by this
-        metarange's ranges; a new range's bases are the overlapping ranges of its commit's parents, when their
-        metaranges are among the ``recent`` ones (else all of ``bases``), which this one joins. ``reader`` reads
-        the source's metadata files (the source itself, or a ``MetadataPrefetch`` over it)."""
+        it. When its commit's first parent's metarange was worked on in this pass (and is among the ``recent``
+        ones, not ``outside``), only the ranges this one lists that the parent's does not are looked at: the
+        parent's were, and this metarange is marked only once the parent's is. ``bases`` (ranges of earlier
+        commits by ID, each once however many commits list it) grows by those; a new range's bases are the
+        overlapping ranges of its commit's parents, when their metaranges are ``recent`` (else all of
+        ``bases``). ``reader`` reads the source's metadata files (the source itself, or a ``MetadataPrefetch``
+        over it)."""
         data = reader.read_metadata("meta_range", metarange_id)
-        refs = reader.range_refs(metarange_id, data) if isinstance(reader, MetadataPrefetch) else None
-        if refs is None:
-            refs = list(iter_range_refs(verify_range_file(data, metarange_id)))
-        parents = self._parents_ranges(commit, recent)
-        recent[metarange_id] = refs
+        after_id = self.planner.source_commit(commit.parents[0]).metarange_id if commit.parents else ""
+        after = recent.get(after_id) if after_id not in outside else None
+        metarange = reader.metarange(metarange_id, data) if isinstance(reader, MetadataPrefetch) else None
+        if metarange is None:
+            metarange = decode_metarange(data, metarange_id, like=after)
+        fresh = metarange.changed_from(after) if after is not None else metarange.refs
+        parents = self._parents_metaranges(commit, recent)
+        recent[metarange_id] = metarange
         while len(recent) > _RECENT_METARANGES:
             recent.popitem(last=False)
-        range_ids = [ref.range_id for ref in refs]
-        cached = self._validated_before([metarange_id, *range_ids], intact, window, reader)
+        fresh_ids = [ref.range_id for ref in fresh]
+        cached = self._validated_before([metarange_id, *fresh_ids], intact, window, reader)
         ahead = RangeReadAhead(reader) if self.transferer is self.in_process else None
         if ahead is not None:  # never validated here: read from the source while the others' copies are looked at
-            for range_id in (r for r in range_ids if r not in cached and r not in intact and r not in window.ranges):
+            for range_id in (r for r in fresh_ids if r not in cached and r not in intact and r not in window.ranges):
                 if isinstance(reader, MetadataPrefetch) and reader.holds("range", range_id):
                     continue  # on its way already
                 if not ahead.start(range_id):
                     break
-        known = self._intact([metarange_id, *range_ids], intact, stats, cached) | window.ranges.keys()
-        candidates = parents if parents is not None else bases.values()
-        new_ranges = self._with_bases([r for r in refs if r.range_id not in known], candidates, intact, stats, window)
-        for r in refs:
+        known = self._intact([metarange_id, *fresh_ids], intact, stats, cached) | window.ranges.keys()
+        new = [r for r in fresh if r.range_id not in known]
+        new_ranges = self._with_bases(new, parents, bases, intact, stats, window)
+        for r in fresh:
             bases.setdefault(r.range_id, r)
-        stats.ranges_skipped += len(range_ids) - len(new_ranges)
+        stats.ranges_skipped += len(metarange.refs) - len(new_ranges)
         if metarange_id in known and not new_ranges:
             return []
         if new_ranges:
-            self.progress.batch_planned((r for r in refs if r.range_id in new_ranges), ref=syncing.label)
+            self.progress.batch_planned((r for r in fresh if r.range_id in new_ranges), ref=syncing.label)
         if writers is not None and ahead is not None:
             self._compare_in_order(new_ranges, ahead, reader)
         write = functools.partial(self._write, metarange_id, data, commit, new_ranges, reader, syncing, ahead)
@@ -230,7 +238,9 @@ class HistoryTransfer:
         else:
             done = writers.submit(write)
         window.ranges.update(new_ranges)
-        window.metaranges.append((metarange_id, data, range_ids))
+        window.metaranges.append(
+            WrittenMetarange(metarange_id, data, fresh_ids, after_id if after is not None else None, metarange.refs)
+        )
         window.writes.append((list(new_ranges), done))
         return []
 
@@ -318,7 +328,7 @@ class HistoryTransfer:
         unknown = [f for f in todo if f not in window.looked_up]
         if unknown:
             if isinstance(reader, MetadataPrefetch):  # and, in the same question, at most as many files ahead
-                ahead = (f for mid, refs in reader.decoded().items() for f in (mid, *(r.range_id for r in refs)))
+                ahead = (f for mid, refs in reader.new_ranges().items() for f in (mid, *(r.range_id for r in refs)))
                 later = (f for f in ahead if f not in intact and f not in written and f not in window.looked_up)
                 unknown.extend(itertools.islice(later, LOOK_AHEAD_FILES))
             unknown = list(dict.fromkeys(unknown))
@@ -355,44 +365,52 @@ class HistoryTransfer:
             intact.update(set(ids).difference(changed))
         return {f for f in file_ids if f in intact}
 
-    def _parent_ranges(self, commits: Sequence[Commit]) -> dict[str, list[RangeRef]]:
-        """The ranges of the parents already at the mirror, by metarange: the ones new ranges are most likely
-        rewrites of."""
+    def _parent_ranges(self, commits: Sequence[Commit]) -> dict[str, Metarange]:
+        """The metaranges of the parents already at the mirror: their ranges are the ones new ranges are most
+        likely rewrites of."""
         in_batch = {c.id for c in commits}
         parents = [p for c in commits for p in c.parents if p not in in_batch]
         metaranges = dict.fromkeys(self.planner.source_commit(p).metarange_id for p in parents)
         read = self.source.read_metadata
         return {
-            metarange_id: list(iter_range_refs(verify_range_file(read("meta_range", metarange_id), metarange_id)))
+            metarange_id: decode_metarange(read("meta_range", metarange_id), metarange_id)
             for metarange_id in filter(None, metaranges)
         }
 
-    def _parents_ranges(self, commit: Commit, recent: OrderedDict[str, list[RangeRef]]) -> list[RangeRef] | None:
-        """The ranges of ``commit``'s parents when each parent's metarange is among the ``recent`` ones (those
-        of the parents outside the history, and the last ones the pass worked on), else None."""
-        found: list[RangeRef] = []
+    def _parents_metaranges(self, commit: Commit, recent: OrderedDict[str, Metarange]) -> list[Metarange] | None:
+        """The metaranges of ``commit``'s parents when each is among the ``recent`` ones (those of the parents
+        outside the history, and the last ones the pass worked on), else None."""
+        found: list[Metarange] = []
         for parent in commit.parents:
-            refs = recent.get(self.planner.source_commit(parent).metarange_id)
-            if refs is None:
+            metarange = recent.get(self.planner.source_commit(parent).metarange_id)
+            if metarange is None:
                 return None
-            found.extend(refs)
+            found.append(metarange)
         return found
 
     def _with_bases(
         self,
         new: Sequence[RangeRef],
-        candidates: Iterable[RangeRef],
+        parents: Sequence[Metarange] | None,
+        bases: Mapping[str, RangeRef],
         intact: set[str],
         stats: TransferStats,
         window: Window,
     ) -> dict[str, tuple[str, ...]]:
-        """Each new range with the ranges among ``candidates`` whose key spans overlap it and that are intact
-        validated ranges or were written in this ``window`` (validated with it, and marked only after them)."""
+        """Each new range with the ranges whose key spans overlap it, among its commit's ``parents``' (found by
+        bisection) or, without them, among all ``bases``, that are intact validated ranges or were written in
+        this ``window`` (validated with it, and marked only after them)."""
         new_ids = {r.range_id for r in new}
-        pool = list(candidates)
-        overlapping = {
-            r.range_id: [b.range_id for b in pool if b.range_id not in new_ids and _overlap(b, r)] for r in new
-        }
+        if parents is not None:
+            overlapping = {
+                r.range_id: [b.range_id for p in parents for b in p.overlapping(r) if b.range_id not in new_ids]
+                for r in new
+            }
+        else:
+            pool = list(bases.values()) if new else []
+            overlapping = {
+                r.range_id: [b.range_id for b in pool if b.range_id not in new_ids and _overlap(b, r)] for r in new
+            }
         asked = [b for ids in overlapping.values() for b in ids if b not in window.ranges]
         usable = self._intact(asked, intact, stats) | window.ranges.keys()
         return {rid: tuple(dict.fromkeys(b for b in ids if b in usable)) for rid, ids in overlapping.items()}

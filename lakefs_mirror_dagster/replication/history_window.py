@@ -12,6 +12,7 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from ..graveler import RangeRef
 from ..storage import Blockstore
 from .failpoints import failpoint
 from .plugs import RangeValidator, ValidatedCache
@@ -20,7 +21,20 @@ from .range_changes import RangeReads
 from .results import TransferStats
 from .validation import describe_failure, metadata_uri, stored_metarange_lists
 
-__all__ = ["Window", "WindowValidation"]
+__all__ = ["Window", "WindowValidation", "WrittenMetarange"]
+
+
+@dataclass(frozen=True)
+class WrittenMetarange:
+    """A metarange the pass wrote: its bytes, the ranges it lists that must be intact for it to be marked
+    (``ranges``: those new in it when ``after`` names the metarange it was compared with, whose ranges are
+    then all the others, else all of them), and all it lists (``listed``)."""
+
+    metarange_id: str
+    data: bytes
+    ranges: list[str]
+    after: str | None
+    listed: list[RangeRef]
 
 
 @dataclass
@@ -29,7 +43,7 @@ class Window:
     bases) and metaranges (with their bytes and the ranges they list)."""
 
     ranges: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    metaranges: list[tuple[str, bytes, list[str]]] = field(default_factory=list)
+    metaranges: list[WrittenMetarange] = field(default_factory=list)
     #: Each metarange's writes, in the same order: the ranges new in it, and its errors and the figures of its
     #: transfer once written.
     writes: list[tuple[list[str], Future[tuple[list[str], TransferStats]]]] = field(default_factory=list)
@@ -76,24 +90,24 @@ class WindowValidation:
         errors: list[str] = []
         failed: set[str] = set()
         unwritten: set[str] = set()  # new ranges of metaranges whose writes failed: neither validated nor marked
-        for (metarange_id, _, _), (new_range_ids, write) in zip(metaranges, writes, strict=True):
+        for written, (new_range_ids, write) in zip(metaranges, writes, strict=True):
             write_errors, write_stats = write.result()
             stats.add(write_stats)
             if write_errors:
                 errors.extend(write_errors)
-                failed.add(metarange_id)
+                failed.add(written.metarange_id)
                 unwritten.update(new_range_ids)
         if failed:
             ranges = {r: b for r, b in ranges.items() if r not in unwritten}
             self.reads.forget(unwritten)
-            metaranges = [m for m in metaranges if m[0] not in failed]
+            metaranges = [m for m in metaranges if m.metarange_id not in failed]
         if not metaranges:
             return errors
         self.progress.validation_started(len(ranges), ref=ref)
         try:
             workers = max(1, min(self.workers, len(metaranges)))
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="metarange-check") as pool:
-                stored = pool.map(lambda m: self._stored_metarange(*m), metaranges)
+                stored = pool.map(self._stored_metarange, metaranges)
                 validations = validator(ranges) if ranges else []
                 checked = list(stored)
         finally:
@@ -112,23 +126,24 @@ class WindowValidation:
             intact.update(good)
         errors.extend(describe_failure(v) for v in validations if not v.ok)
         marks: dict[str, str] = {}
-        for (metarange_id, _, range_ids), fingerprint in zip(metaranges, checked, strict=True):
+        for written, fingerprint in zip(metaranges, checked, strict=True):
+            after = written.after
             if fingerprint is None:
-                errors.append(f"metarange {metarange_id} at the destination does not match the source")
-            elif all(r in intact for r in range_ids):
-                marks[metarange_id] = fingerprint
+                errors.append(f"metarange {written.metarange_id} at the destination does not match the source")
+            elif all(r in intact for r in written.ranges) and (after is None or after in intact or after in marks):
+                marks[written.metarange_id] = fingerprint
         if marks:
             failpoint("before_mark_validated")
             self.validated.mark_ranges_validated(self.validation_key, marks)
             intact.update(marks)
         return errors
 
-    def _stored_metarange(self, metarange_id: str, data: bytes, range_ids: list[str]) -> str | None:
-        """The fingerprint of the metarange file at the destination when it hashes to its ID and lists
-        ``range_ids`` (``data`` were written there); None when it does not."""
-        stat = self.store.stat(metadata_uri(self.namespace, metarange_id))
+    def _stored_metarange(self, written: WrittenMetarange) -> str | None:
+        """The fingerprint of the metarange file at the destination when it hashes to its ID and lists the
+        ranges ``written`` does (its bytes were written there); None when it does not."""
+        stat = self.store.stat(metadata_uri(self.namespace, written.metarange_id))
         if stat is None or not stored_metarange_lists(
-            self.store, self.namespace, metarange_id, range_ids, written=data, stat=stat
+            self.store, self.namespace, written.metarange_id, written.listed, written=written.data, stat=stat
         ):
             return None
         return stat.fingerprint

@@ -21,12 +21,13 @@ dropped once the pass is ``keep`` commits past them.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
-from ..graveler import RangeRef, iter_range_refs, verify_range_file
+from ..graveler import Metarange, RangeRef, decode_metarange
 from ..storage import Blockstore
 from .range_transfer import RangeSource
 
@@ -43,6 +44,10 @@ def _overlap(a: RangeRef, b: RangeRef) -> bool:
     return a.min_key <= b.max_key and b.min_key <= a.max_key
 
 
+def _overlapping(candidates: Iterable[RangeRef], ref: RangeRef) -> list[RangeRef]:
+    return [c for c in candidates if _overlap(c, ref)]
+
+
 class MetadataPrefetch:
     """A ``RangeSource`` over ``source`` whose metadata files of ``metaranges`` (in the order the pass works on
     them) are read ahead; call ``advance(i)`` as the pass reaches metarange ``i``. Thread-safe; ``close`` it."""
@@ -52,7 +57,7 @@ class MetadataPrefetch:
         source: RangeSource,
         metaranges: Sequence[str],
         *,
-        before: Mapping[str, Sequence[RangeRef]] | Future[dict[str, list[RangeRef]]] | None = None,
+        before: Mapping[str, Metarange] | Future[dict[str, Metarange]] | None = None,
         window: int = 16,
         keep: int = 2,
         workers: int = 8,
@@ -76,7 +81,8 @@ class MetadataPrefetch:
         self._lock = threading.Lock()
         self._files: dict[tuple[str, str], Future[bytes]] = {}
         self._raw: dict[str, Future[bytes]] = {}  # a range's bytes once read (before its copy ahead)
-        self._refs: dict[str, tuple[bytes, list[RangeRef]]] = {}  # a metarange's bytes read ahead, decoded
+        self._refs: dict[str, tuple[bytes, Metarange]] = {}  # a metarange's bytes read ahead, decoded
+        self._new: dict[str, list[RangeRef]] = {}  # the ranges each lists that the metarange before it does not
         self._owner: dict[int, list[tuple[str, str]]] = {}
         self._held = 0
         self._submitted = 0
@@ -114,12 +120,12 @@ class MetadataPrefetch:
                 return data
         return self.source.read_metadata(kind, file_id)
 
-    def range_refs(self, metarange_id: str, data: bytes) -> list[RangeRef] | None:
-        """The ranges of ``metarange_id`` when ``data`` are the very bytes read ahead (which hashed to the ID
-        when decoded here), so the pass does not decode them again; else None."""
+    def metarange(self, metarange_id: str, data: bytes) -> Metarange | None:
+        """``metarange_id`` decoded when ``data`` are the very bytes read ahead (which hashed to the ID when
+        decoded here), so the pass does not decode them again; else None."""
         with self._lock:
             kept = self._refs.get(metarange_id)
-        return list(kept[1]) if kept is not None and kept[0] is data else None
+        return kept[1] if kept is not None and kept[0] is data else None
 
     def object_location(self, commit_id: str, key: str, address: str) -> tuple[Blockstore, str]:
         return self.source.object_location(commit_id, key, address)
@@ -147,10 +153,11 @@ class MetadataPrefetch:
         if future is not None:
             wait([future])
 
-    def decoded(self) -> dict[str, list[RangeRef]]:
-        """The ranges of every metarange read ahead and decoded so far, by metarange (without waiting for any)."""
+    def new_ranges(self) -> dict[str, list[RangeRef]]:
+        """For every metarange read ahead and decoded so far (without waiting for any), the ranges it lists that
+        the metarange before it does not."""
         with self._lock:
-            return {metarange_id: list(refs) for metarange_id, (_, refs) in self._refs.items()}
+            return dict(self._new)
 
     def close(self) -> None:
         with self._lock:
@@ -158,6 +165,7 @@ class MetadataPrefetch:
             self._files.clear()
             self._raw.clear()
             self._refs.clear()
+            self._new.clear()
             self._owner.clear()
             self._held = 0
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -167,40 +175,45 @@ class MetadataPrefetch:
         metarange_id = self.metaranges[j]
         data = self.source.read_metadata("meta_range", metarange_id)
         self._count(len(data))
-        refs = list(iter_range_refs(verify_range_file(data, metarange_id)))
+        previous = self._previous(j)
+        like = previous if isinstance(previous, Metarange) else None
+        metarange = decode_metarange(data, metarange_id, like=like)
+        if like is not None:
+            new = metarange.changed_from(like)
+            overlapping = like.overlapping
+        else:
+            before = previous if isinstance(previous, dict) else {}
+            new = [r for r in metarange.refs if r.range_id not in before]
+            overlapping = functools.partial(_overlapping, before.values())
         with self._lock:
             if not self._closed:
-                self._refs[metarange_id] = (data, refs)
-        previous = self._previous_ranges(j)
-        new = [r for r in refs if r.range_id not in previous]
+                self._refs[metarange_id] = (data, metarange)
+                self._new[metarange_id] = new
         if len(new) <= self.max_ranges:  # a big change: the pass's own read-ahead paces those reads
             for ref in new:
-                bases = [p.range_id for p in previous.values() if _overlap(p, ref)]
+                bases = [p.range_id for p in overlapping(ref)]
                 self._start_range(j, ref.range_id, bases)
         return data
 
-    def _previous_ranges(self, j: int) -> dict[str, RangeRef]:
-        """The ranges of the metarange before ``j`` by ID (read by an earlier task, which a FIFO pool started
-        first, so waiting for it cannot deadlock)."""
+    def _previous(self, j: int) -> Metarange | dict[str, RangeRef] | None:
+        """The metarange before ``j`` decoded (read by an earlier task, which a FIFO pool started first, so
+        waiting for it cannot deadlock); before the first, the ranges of the metaranges before it by ID."""
         if j == 0:
             try:
                 before = self._before.result() if isinstance(self._before, Future) else self._before
             except Exception:  # the pass reads them itself and reports its error
                 return {}
-            return {r.range_id: r for refs in (before or {}).values() for r in refs}
+            return {r.range_id: r for metarange in (before or {}).values() for r in metarange.refs}
         previous_id = self.metaranges[j - 1]
         with self._lock:
             future = self._files.get(("meta_range", previous_id))
         if future is None:
-            return {}
+            return None
         try:
             data = future.result()
-            refs = self.range_refs(previous_id, data)
-            if refs is None:
-                refs = list(iter_range_refs(verify_range_file(data, previous_id)))
-            return {r.range_id: r for r in refs}
+            return self.metarange(previous_id, data) or decode_metarange(data, previous_id)
         except Exception:
-            return {}
+            return None
 
     def _start_range(self, j: int, range_id: str, bases: list[str]) -> None:
         key = ("range", range_id)
@@ -248,6 +261,7 @@ class MetadataPrefetch:
     def _drop(self, key: tuple[str, str]) -> None:
         self._raw.pop(key[1], None)
         self._refs.pop(key[1], None)
+        self._new.pop(key[1], None)
         future = self._files.pop(key, None)
         if future is not None and future.done() and future.exception() is None:
             self._held -= len(future.result())

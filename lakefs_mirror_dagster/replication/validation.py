@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..graveler import EntryLocation, SSTableError, iter_range_refs, verify_range_file
+from ..graveler import EntryLocation, RangeRef, SSTableError, iter_range_refs, verify_range_file
 from ..storage import (
     Blockstore,
     Check,
@@ -85,15 +85,15 @@ def stored_metarange_lists(
     store: Blockstore,
     namespace: str,
     metarange_id: str,
-    range_ids: Sequence[str],
+    listed: Sequence[RangeRef],
     *,
     written: bytes,
     stat: ObjectStat | None = None,
 ) -> bool:
-    """Whether the metarange file stored at ``namespace`` hashes to its ID and lists ``range_ids``. ``written``:
-    the bytes the pass wrote there, which hashed to the ID and listed them; a stored copy identical to them
-    settles it without decoding the file again (a growing history's metaranges list every range before them),
-    and without reading it back when ``stat`` (the stored file's) shows an ETag that is the MD5 of what the store
+    """Whether the metarange file stored at ``namespace`` hashes to its ID and lists the ranges of ``listed``.
+    ``written``: the bytes the pass wrote there, which hashed to the ID and listed them; a stored copy identical
+    to them settles it without decoding the file again (a growing history's metaranges list every range before
+    them), and without reading it back when ``stat`` (the stored file's) shows an ETag that is the MD5 of what the store
     holds (``answers_md5``) and equals theirs. Any other copy is checked as ``read_metarange`` checks it."""
     if stat is not None and stat.size == len(written) and store.answers_md5(stat.size):  # noqa: SIM102
         if (stat.etag or "").lower() == hashlib.md5(written, usedforsecurity=False).hexdigest():
@@ -101,7 +101,7 @@ def stored_metarange_lists(
     data = store.read_bytes(metadata_uri(namespace, metarange_id))
     if data == written:
         return True
-    return _listed_range_ids(data, metarange_id) == list(range_ids)
+    return _listed_range_ids(data, metarange_id) == [r.range_id for r in listed]
 
 
 def _listed_range_ids(data: bytes, metarange_id: str) -> list[str]:
