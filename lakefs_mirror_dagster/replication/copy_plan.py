@@ -9,7 +9,7 @@ copy are counted as awaited from the store's replication instead (nothing is loc
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ..storage import Blockstore, CopyTask, ObjectStat, join_namespace, listed_stats
@@ -44,10 +44,13 @@ def plan_range_copies(
     destination: Blockstore,
     destination_namespace: str,
     copy_objects: bool = True,
+    present: Mapping[str, ObjectStat] | None = None,
 ) -> RangeCopies:
     """One copy task per changed entry with a relative address, and the destination's stats of their targets
     as far as listing its directories settles them (the rest get a HEAD in the pool). Without ``copy_objects``
-    those entries are only counted (``awaited``): validation finds whether they arrived."""
+    those entries are only counted (``awaited``): validation finds whether they arrived. ``present``: targets
+    known to hold their objects already (the engine's copy ahead stored them, checked), neither listed nor
+    HEADed again."""
     plan = RangeCopies(objects=changes.objects, unchanged=changes.unchanged)
     for key, address, is_full, size, etag in changes.entries:
         if is_full:  # imported objects live outside the namespace: counted, not copied
@@ -61,7 +64,9 @@ def plan_range_copies(
         src_store, src_uri = locate(key.decode(), address)
         dst_uri = join_namespace(destination_namespace, address)
         plan.tasks.append(CopyTask(src_store, src_uri, destination, dst_uri, size, etag))
-    plan.destination_stats = listed_stats(destination, (t.dst_uri for t in plan.tasks))
+    known = present or {}
+    plan.destination_stats = listed_stats(destination, (t.dst_uri for t in plan.tasks if t.dst_uri not in known))
+    plan.destination_stats.update((t.dst_uri, known[t.dst_uri]) for t in plan.tasks if t.dst_uri in known)
     missing = [t for t in plan.tasks if plan.destination_stats.get(t.dst_uri) is None]
     for store in {id(t.src_store): t.src_store for t in missing}.values():
         reads = [t for t in missing if t.src_store is store]

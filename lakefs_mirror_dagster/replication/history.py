@@ -280,10 +280,12 @@ class HistoryTransfer:
         ref = syncing.label
         try:
             if new_ranges:
+                present: dict[str, ObjectStat] = {}
                 if isinstance(reader, MetadataPrefetch):  # its objects copied ahead first, counted as copied
                     for range_id in new_ranges:
                         reader.settle(range_id)
-                self.transferer(new_ranges, commit, stats, dataclasses.replace(syncing, ahead=ahead))
+                        present.update(reader.present_ahead.pop(range_id, {}))
+                self.transferer(new_ranges, commit, stats, dataclasses.replace(syncing, ahead=ahead, present=present))
                 if isinstance(reader, MetadataPrefetch):  # what was copied ahead, the pass found present
                     for range_id in new_ranges:
                         copied, nbytes = reader.copied_ahead.pop(range_id, (0, 0))

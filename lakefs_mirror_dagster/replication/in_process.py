@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..lakefs import Commit
-from ..storage import Blockstore, CopyResult, InFlightFigures, TransferPool, process_limiter
+from ..storage import Blockstore, CopyResult, InFlightFigures, ObjectStat, TransferPool, process_limiter
 from .copy_plan import plan_range_copies
 from .errors import ReplicationError
 from .failpoints import failpoint
@@ -66,6 +66,7 @@ class InProcessTransferer:
                 copy_objects=self.copy_objects,
                 reads=self.reads,
                 on_result=ref.object_done,
+                present=ref.present,
             )
             summary.add_to(stats)
             if summary.error is not None:
@@ -79,14 +80,16 @@ class InProcessTransferer:
         data: bytes,
         bases: list[str],
         read: Callable[[str, str], bytes],
-    ) -> tuple[int, int]:
+    ) -> tuple[int, int, dict[str, ObjectStat]]:
         """``MetadataPrefetch``'s copy ahead: the objects a later commit's new range adds over its parent's
         ranges, copied on this pool while the pass works on earlier commits. Only objects: the range file, the
         metarange, validation and the ref move stay the pass's, in order, so copying ahead changes nothing a ref
         may point at; a copy that fails here is simply made (or reported) by the pass. Progress sees these
-        objects when the pass finds them present (bytes then count at their copy, not on screen)."""
+        objects when the pass finds them present (bytes then count at their copy, not on screen). Returns the
+        objects and bytes copied, and each object that arrived as the pass would find it (``SyncingRef.present``).
+        """
         if index == 0:  # the pass is at the first commit already: its copies are the pass's own, with progress
-            return 0, 0
+            return 0, 0, {}
         commit = commits[index]
         changes = range_changes(data, range_id, bases, lambda rid: read("range", rid))
         copies = plan_range_copies(
@@ -95,9 +98,12 @@ class InProcessTransferer:
             destination=self.store,
             destination_namespace=self.namespace,
         )
-        result = self._pool.run(copies.tasks, copies.destination_stats, on_result=_copied_ahead)
-        return result.copied, result.bytes_copied
+        recorded = {t.dst_uri: t.etag for t in copies.tasks}
+        present: dict[str, ObjectStat] = {}
 
+        def arrived(result: CopyResult) -> None:
+            failpoint("after_object_copy")
+            present[result.dst_uri] = ObjectStat(size=result.size, etag=recorded[result.dst_uri])
 
-def _copied_ahead(_result: CopyResult) -> None:
-    failpoint("after_object_copy")
+        result = self._pool.run(copies.tasks, copies.destination_stats, on_result=arrived)
+        return result.copied, result.bytes_copied, present

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..lakefs import Commit
-from ..storage import Blockstore, CopyResult
+from ..storage import Blockstore, CopyResult, ObjectStat
 from .failpoints import failpoint
 from .progress import ProgressReporter
 from .range_changes import RangeReads
@@ -66,6 +66,9 @@ class SyncingRef:
     #: The current metarange's range files, some being read ahead already; set only when the engine's own
     #: in-process transfer is its transferer (any other transferer reads them itself).
     ahead: RangeReadAhead | None = None
+    #: Objects of the current batch the engine's copy ahead stored already (checked as any copy is), by
+    #: destination URI, as the pass would find them; the in-process transfer does not look for them again.
+    present: Mapping[str, ObjectStat] = field(default_factory=dict)
 
     def object_done(self, result: CopyResult) -> None:
         """Each object the copy pool finished for this ref: a failpoint for the fault suite, a tick of progress."""

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from ..graveler import Metarange, RangeRef, decode_metarange
-from ..storage import Blockstore
+from ..storage import Blockstore, ObjectStat
 from .range_transfer import RangeSource
 
 __all__ = ["CopyAhead", "MetadataPrefetch"]
@@ -36,8 +36,9 @@ __all__ = ["CopyAhead", "MetadataPrefetch"]
 log = logging.getLogger(__name__)
 
 #: ``copy_ahead(index, range_id, data, base_range_ids, read_metadata)``: copy the range's new objects (compared
-#: with its bases, read through ``read_metadata``) to the destination; returns (objects, bytes) copied.
-CopyAhead = Callable[[int, str, bytes, list[str], Callable[[str, str], bytes]], tuple[int, int]]
+#: with its bases, read through ``read_metadata``) to the destination; returns the objects and bytes copied, and
+#: the stat of each object that arrived by destination URI.
+CopyAhead = Callable[[int, str, bytes, list[str], Callable[[str, str], bytes]], tuple[int, int, dict[str, ObjectStat]]]
 
 
 def _overlap(a: RangeRef, b: RangeRef) -> bool:
@@ -77,6 +78,8 @@ class MetadataPrefetch:
         self.copy_ahead = copy_ahead
         #: Range ID -> (objects, bytes) ``copy_ahead`` copied for it; the pass folds them into its ref's stats.
         self.copied_ahead: dict[str, tuple[int, int]] = {}
+        #: Range ID -> the objects ``copy_ahead`` stored for it, by destination URI (``SyncingRef.present``).
+        self.present_ahead: dict[str, dict[str, ObjectStat]] = {}
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="metadata-prefetch")
         self._lock = threading.Lock()
         self._files: dict[tuple[str, str], Future[bytes]] = {}
@@ -239,12 +242,13 @@ class MetadataPrefetch:
         self._count(len(data))
         if self.copy_ahead is not None and not self._closed:
             try:
-                copied = self.copy_ahead(j, range_id, data, bases, self._read_base)
+                copied, nbytes, present = self.copy_ahead(j, range_id, data, bases, self._read_base)
             except Exception as exc:  # only ahead of time: the pass copies what is missing and validates all
                 log.debug("copying range %s ahead: %s", range_id, exc)
             else:
                 with self._lock:
-                    self.copied_ahead[range_id] = copied
+                    self.copied_ahead[range_id] = (copied, nbytes)
+                    self.present_ahead[range_id] = present
         return data
 
     def _read_base(self, kind: str, range_id: str) -> bytes:

@@ -10,14 +10,14 @@ replication does it) and the range file promises nothing: validation is what let
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..graveler import SSTableError
 from ..lakefs import LakeFSError
-from ..storage import Blockstore, CopyResult, StorageError, TransferPool
+from ..storage import Blockstore, CopyResult, ObjectStat, StorageError, TransferPool
 from .aside import aside
 from .copy_plan import plan_range_copies
 from .failpoints import failpoint
@@ -127,6 +127,7 @@ def transfer_range(
     copy_objects: bool = True,
     reads: RangeReads | None = None,
     on_result: Callable[[CopyResult], None] | None = None,
+    present: Mapping[str, ObjectStat] | None = None,
 ) -> RangeTransferSummary:
     """Copy one range's missing objects (read at ``commit_id``), then write its range file if all arrived;
     without ``copy_objects`` only count the objects awaited from the store's replication and put the range file.
@@ -134,7 +135,8 @@ def transfer_range(
     Never raises for a storage or data problem: the summary says what failed (the pool has already retried
     transient errors), and a range with any failure gets no range file, so its commit is not promoted.
     ``reads`` (the engine's, in process) keeps the comparison with ``base_ranges`` for the pass's validation;
-    ``on_result`` hears each of this range's objects that arrived (the engine's progress of its ref).
+    ``on_result`` hears each of this range's objects that arrived (the engine's progress of its ref);
+    ``present``: objects the engine's copy ahead stored already (``plan_range_copies``).
     """
     summary = RangeTransferSummary(range_id)
     try:
@@ -149,6 +151,7 @@ def transfer_range(
             destination=destination,
             destination_namespace=destination_namespace,
             copy_objects=copy_objects,
+            present=present,
         )
         summary.objects = copies.objects
         summary.awaited = copies.awaited

@@ -4,6 +4,7 @@ commits, not a few per commit, and leaves every commit of it complete at the mir
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -11,6 +12,8 @@ from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.region import ReplicationService
 from lakefs_mirror_dagster.replication import history, read_metarange
 from lakefs_mirror_dagster.replication.history import VALIDATION_WINDOW
+from lakefs_mirror_dagster.storage import ObjectStat
+from lakefs_mirror_dagster.storage.s3 import S3Blockstore
 
 from .conftest import assert_mirror_equals_source, assert_ref_complete, content, lakefs_operation_count
 
@@ -18,7 +21,9 @@ COMMITS = 70
 RANGES_COMMITS = 20
 
 
-def test_a_long_history_is_synced_with_a_few_questions_per_window(lakefs_env, service_for, unique_name) -> None:  # type: ignore[no-untyped-def]
+def test_a_long_history_is_synced_with_a_few_questions_per_window(  # type: ignore[no-untyped-def]
+    lakefs_env, service_for, unique_name, monkeypatch
+) -> None:
     src_svc, dst_svc = service_for("region-a"), service_for("region-c")
     src = src_svc.client("region-a")
     repo, mirror_name = unique_name("history"), unique_name("mirror")
@@ -41,6 +46,16 @@ def test_a_long_history_is_synced_with_a_few_questions_per_window(lakefs_env, se
         return int(mark(namespace, fingerprints))
 
     dst_svc.mirrors.mark_ranges_validated = counted  # type: ignore[method-assign]
+    namespace = lakefs_env.region("region-c").namespace_for(mirror_name)
+    looked_at: Counter[str] = Counter()  # HEADs of each of the mirror's objects (not its range files)
+    real_stat = S3Blockstore.stat
+
+    def stat(store: S3Blockstore, uri: str) -> ObjectStat | None:
+        if uri.startswith(namespace) and "/_lakefs/" not in uri:
+            looked_at[uri] += 1
+        return real_stat(store, uri)
+
+    monkeypatch.setattr(S3Blockstore, "stat", stat)
     destination = lakefs_env.region("region-c").endpoint
     before = lakefs_operation_count(destination, "GetCommit")
     [result] = dst_svc.sync(name=mirror_name)
@@ -52,6 +67,8 @@ def test_a_long_history_is_synced_with_a_few_questions_per_window(lakefs_env, se
     # validation marks: ranges, then metaranges, once per window of metaranges
     windows = math.ceil((COMMITS + 1) / VALIDATION_WINDOW)
     assert len(marks) <= 2 * windows, f"{len(marks)} mark transactions for {windows} windows"
+    # each object looked for before its copy and by validation; one copied ahead is not looked for again
+    assert len(looked_at) == COMMITS and max(looked_at.values()) <= 2, looked_at.most_common(3)
     marked = {f for m in marks for f in m}
     for commit_id in commits:  # every commit's metarange validated, and complete at the mirror
         commit = src.get_commit(repo, commit_id)
