@@ -44,6 +44,11 @@ class CopyResult:
     part_size: int | None = None
 
 
+def _holds(dst: ObjectStat | None, size: int, etag: str | None) -> bool:
+    """Whether a destination object with stat ``dst`` holds the content of size ``size`` and checksum ``etag``."""
+    return dst is not None and dst.size == size and at_rest_check(etag, size, dst.etag) is not None
+
+
 def copy_object(
     src_store: Blockstore,
     src_uri: str,
@@ -335,7 +340,7 @@ class TransferPool:
                     )
                 size = src.size
             dst = known[task.dst_uri] if task.dst_uri in known else task.dst_store.stat(task.dst_uri)
-            if dst is not None and dst.size == size and at_rest_check(task.etag, size, dst.etag) is not None:
+            if _holds(dst, size, task.etag):
                 return CopyResult(task.src_uri, task.dst_uri, size, "skipped")
         return copy_object(
             task.src_store,
@@ -423,6 +428,15 @@ class TransferPool:
                 with pending:
                     pending.wait_for(room)
                     submitted += 1
+                if (
+                    self.skip_existing
+                    and task.size is not None
+                    and _holds(known.get(task.dst_uri), task.size, task.etag)
+                ):
+                    settled: Future[tuple[CopyResult, int]] = Future()  # known present: no thread, no request
+                    settled.set_result((CopyResult(task.src_uri, task.dst_uri, task.size, "skipped"), 0))
+                    finished(task, settled)
+                    continue
                 try:
                     future = pool.submit(self._copy_one, task, known)
                 except BaseException:

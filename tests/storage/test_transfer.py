@@ -168,6 +168,36 @@ def test_pool_copies_then_skips_what_is_present(tmp_path: Path) -> None:
     assert dst.read_bytes(to(victim)) == objects[victim]
 
 
+class Counted(Wrapped):
+    """Counts HEADs (``stat``) by URI."""
+
+    def __init__(self, inner: Blockstore) -> None:
+        super().__init__(inner)
+        self.stats: list[str] = []
+
+    def stat(self, uri: str) -> ObjectStat | None:
+        self.stats.append(uri)
+        return super().stat(uri)
+
+
+def test_objects_known_present_are_skipped_without_a_look_and_the_rest_are_copied(tmp_path: Path) -> None:
+    src, dst = LocalBlockstore(root=tmp_path / "a"), Counted(LocalBlockstore(root=tmp_path / "b"))
+    objects = make_objects(src, 6)
+    tasks = [CopyTask(src, uri, dst, uri.replace("/src/", "/dst/"), len(data)) for uri, data in objects.items()]
+    for task in tasks[:3]:
+        dst.inner.write_bytes(task.dst_uri, objects[task.src_uri])
+    known: dict[str, ObjectStat | None] = {t.dst_uri: ObjectStat(size=t.size or 0) for t in tasks[:3]}
+    known[tasks[3].dst_uri] = ObjectStat(size=1)  # known, but not what the task wants: copied again
+    arrived: list[str] = []
+
+    summary = TransferPool(concurrency=2).run(tasks, known, on_result=lambda r: arrived.append(r.dst_uri))
+
+    assert (summary.copied, summary.skipped, summary.failed) == (3, 3, [])
+    assert sorted(dst.stats) == [tasks[4].dst_uri, tasks[5].dst_uri], "an object known was looked at again"
+    assert sorted(arrived) == sorted(t.dst_uri for t in tasks)
+    assert all(dst.read_bytes(t.dst_uri) == objects[t.src_uri] for t in tasks)
+
+
 def test_pool_reports_failures_with_reasons_and_copies_the_rest(tmp_path: Path) -> None:
     src, dst = LocalBlockstore(root=tmp_path / "a"), LocalBlockstore(root=tmp_path / "b")
     objects = make_objects(src, 5)
