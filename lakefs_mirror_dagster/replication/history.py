@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from ..graveler import Metarange, RangeRef, SSTableError, decode_metarange
+from ..graveler import GravelerError, Metarange, RangeRef, SSTableError, decode_metarange
 from ..graveler import commit_id as compute_commit_id
 from ..lakefs import Commit, LakeFSError
 from ..logs import log_fields
@@ -373,11 +373,18 @@ class HistoryTransfer:
         in_batch = {c.id for c in commits}
         parents = [p for c in commits for p in c.parents if p not in in_batch]
         metaranges = dict.fromkeys(self.planner.source_commit(p).metarange_id for p in parents)
-        read = self.source.read_metadata
-        return {
-            metarange_id: decode_metarange(read("meta_range", metarange_id), metarange_id)
-            for metarange_id in filter(None, metaranges)
-        }
+        return {metarange_id: self._mirrored_metarange(metarange_id) for metarange_id in filter(None, metaranges)}
+
+    def _mirrored_metarange(self, metarange_id: str) -> Metarange:
+        """A metarange of a commit at the mirror, read from the destination's own store (no round trip to the
+        source: an incremental's parent), checked against its ID like any; read from the source when the
+        destination's copy is missing or does not check out."""
+        try:
+            data = self.dst_store.read_bytes(metadata_uri(self.dst_ns, metarange_id))
+            return decode_metarange(data, metarange_id)
+        except (StorageError, GravelerError) as exc:
+            log.info("metarange %s of %s read from the source: %s", metarange_id, self.mirror_repo, exc)
+        return decode_metarange(self.source.read_metadata("meta_range", metarange_id), metarange_id)
 
     def _parents_metaranges(self, commit: Commit, recent: OrderedDict[str, Metarange]) -> list[Metarange] | None:
         """The metaranges of ``commit``'s parents when each is among the ``recent`` ones (those of the parents

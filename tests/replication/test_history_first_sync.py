@@ -3,6 +3,7 @@ commits, not a few per commit, and leaves every commit of it complete at the mir
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -10,7 +11,7 @@ from typing import Any
 
 from lakefs_mirror_dagster.config import load_config
 from lakefs_mirror_dagster.region import ReplicationService
-from lakefs_mirror_dagster.replication import history, read_metarange
+from lakefs_mirror_dagster.replication import history, metadata_uri, read_metarange
 from lakefs_mirror_dagster.replication.history import VALIDATION_WINDOW
 from lakefs_mirror_dagster.storage import ObjectStat
 from lakefs_mirror_dagster.storage.s3 import S3Blockstore
@@ -81,11 +82,11 @@ def test_a_long_history_is_synced_with_a_few_questions_per_window(  # type: igno
 
 
 def test_an_incremental_in_a_new_process_transfers_only_the_new_range(  # type: ignore[no-untyped-def]
-    lakefs_env, service_for, config_path, unique_name, monkeypatch
+    lakefs_env, service_for, config_path, unique_name, monkeypatch, caplog
 ) -> None:
     """Each of these commits adds a range, so the newest metarange lists one range per commit: a new process
     asks the mirrors database about all of them, however few files it asks about ahead, and copies only the
-    range the new commit adds."""
+    range the new commit adds, reading from the source only the files it does not have."""
     monkeypatch.setattr(history, "LOOK_AHEAD_FILES", 4)
     src_svc, dst_svc = service_for("region-a"), service_for("region-c")
     src = src_svc.client("region-a")
@@ -109,15 +110,32 @@ def test_an_incremental_in_a_new_process_transfers_only_the_new_range(  # type: 
     src.upload_object(repo, "main", "log/more.txt", content("one more"))
     src.commit(repo, "main", "one more")
     fresh = ReplicationService(load_config(config_path("region-c"), env={}))
+    source = lakefs_env.region("region-a").endpoint
+    before = lakefs_operation_count(source, "GetMetadataObject")
     try:
         [second] = fresh.sync(name=mirror_name)
     finally:
         fresh.close()
     assert second.ok, second.to_json()
+    # across the link only the new metarange and its new range: the parent's metarange is read at the mirror
+    assert lakefs_operation_count(source, "GetMetadataObject") - before == 2
     [main] = [r for r in second.refs if r.name == "main"]
     assert main.stats.ranges_transferred == 1, main.stats.to_json()
     assert main.stats.objects_copied == 1, main.stats.to_json()
     assert_ref_complete(dst_svc, mirror_name, main.source_commit or "")
+
+    # the parent's metarange gone at the mirror: read from the source instead, and the sync goes on
+    parent = src.get_commit(repo, main.source_commit or "")
+    store, namespace = dst_svc.destination_store(""), _namespace(dst_svc, mirror_name)
+    store.delete(metadata_uri(namespace, parent.metarange_id))
+    src.upload_object(repo, "main", "log/last.txt", content("the last"))
+    src.commit(repo, "main", "the last")
+    with caplog.at_level(logging.INFO, logger=history.__name__):
+        [third] = dst_svc.sync(name=mirror_name)
+    assert third.ok, third.to_json()
+    assert f"metarange {parent.metarange_id} of {mirror_name} read from the source" in caplog.text
+    [main] = [r for r in third.refs if r.name == "main"]
+    assert (main.stats.ranges_transferred, main.stats.objects_copied) == (1, 1), main.stats.to_json()
 
 
 def _namespace(service: ReplicationService, mirror_name: str) -> str:
