@@ -93,8 +93,8 @@ class LakeFSClient:
 
         kwargs.setdefault("_request_timeout", self._timeout_s)
         operation = _operation(fn)
-        tries = self._backoff.start()
-        while True:
+
+        def attempt() -> T:
             try:
                 with timed("lakefs", operation) as request:  # each attempt is a request of its own
                     try:
@@ -103,16 +103,29 @@ class LakeFSClient:
                         request.failed = _failed_status(exc.status)
                         raise
             except ApiException as exc:
-                err = error_for_status(
+                raise error_for_status(
                     exc.status or 0, exc.body, endpoint=self.endpoint, what=what, headers=exc.headers
-                )
+                ) from None
             except _RETRYABLE_TRANSPORT as exc:
-                err = LakeFSUnavailable(
-                    f"{what}: lakeFS at {self.endpoint} unreachable: {type(exc).__name__}",
-                    endpoint=self.endpoint,
-                )
-            if not retry or not isinstance(err, LakeFSUnavailable) or not tries.wait(err.retry_after):
-                raise err
+                raise self._unreachable(what, exc) from exc
+
+        return self._retried(attempt, retry=retry)
+
+    def _retried(self, attempt: Callable[[], T], *, retry: bool = True) -> T:
+        """``attempt()`` again while it raises ``LakeFSUnavailable`` (honouring its ``Retry-After``), within the
+        client's bounded schedule; any other error, or the last one, is raised."""
+        tries = self._backoff.start()
+        while True:
+            try:
+                return attempt()
+            except LakeFSUnavailable as err:
+                if not retry or not tries.wait(err.retry_after):
+                    raise
+
+    def _unreachable(self, what: str, exc: BaseException) -> LakeFSUnavailable:
+        return LakeFSUnavailable(
+            f"{what}: lakeFS at {self.endpoint} unreachable: {type(exc).__name__}", endpoint=self.endpoint
+        )
 
     # ------------------------------------------------------------------ health and identity
     def healthy(self) -> bool:
@@ -285,10 +298,21 @@ class LakeFSClient:
         """Raw bytes of a range (``kind='range'``) or metarange (``'meta_range'``) file."""
         with self._lock:
             self.metadata_reads[kind] += 1
-        data = self.call(
-            f"download {kind} {object_id} of {repo}", self.internal.get_metadata_object, repo, object_id, kind
-        )
-        return bytes(data)
+        what = f"download {kind} {object_id} of {repo}"
+        path = f"/repositories/{_q(repo)}/metadata/object/{_q(kind)}/{_q(object_id)}"
+
+        def attempt() -> bytes:
+            # Outside the generated SDK: a history's first sync reads two such files per commit, and the SDK's
+            # per-call argument validation and response handling cost about as much CPU as the request itself.
+            resp = self._raw("GET", path, {}, operation="get_metadata_object", what=what)
+            try:
+                return resp.read()
+            except _RETRYABLE_TRANSPORT as exc:  # cut off mid-body: read again
+                raise self._unreachable(what, exc) from exc
+            finally:
+                resp.release_conn()
+
+        return self._retried(attempt)
 
     # ------------------------------------------------------------------ objects
     def upload_object(self, repo: str, branch: str, path: str, content: bytes, *, force: bool = False) -> None:
@@ -370,7 +394,7 @@ class LakeFSClient:
         headers = urllib3.make_headers(basic_auth=self._basic_auth)
         if content_type:
             headers["Content-Type"] = content_type
-        url = f"{self.endpoint}/api/v1{path}?{urllib.parse.urlencode(query)}"
+        url = f"{self.endpoint}/api/v1{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
         try:
             with timed("lakefs", operation) as request:
                 resp = self._api.rest_client.pool_manager.request(
@@ -378,9 +402,7 @@ class LakeFSClient:
                 )
                 request.failed = _failed_status(resp.status)
         except _RETRYABLE_TRANSPORT as exc:
-            raise LakeFSUnavailable(
-                f"{what}: lakeFS at {self.endpoint} unreachable: {type(exc).__name__}", endpoint=self.endpoint
-            ) from exc
+            raise self._unreachable(what, exc) from exc
         if resp.status >= 300:
             data = resp.read()
             resp.release_conn()

@@ -1,8 +1,8 @@
 """A scripted stand-in for lakeFS's HTTP API on a loopback port: each request takes the next answer.
 
 Enough to drive ``LakeFSClient`` through the real generated SDK and urllib3 without a lakeFS server:
-tests queue ``(status, JSON body)`` answers (or ``(status, JSON body, headers)``) per path and read back the
-requests that arrived.
+tests queue ``(status, JSON body)`` answers (or ``(status, JSON body, headers)``; a ``bytes`` body is sent as it
+is, and a ``Content-Length`` header given replaces the true one) per path and read back the requests that arrived.
 """
 
 from __future__ import annotations
@@ -62,12 +62,13 @@ def fake_lakefs() -> Iterator[FakeLakeFS]:
                 self.rfile.read(int(self.headers["Content-Length"]))
             fake.requests.append(Request(self.command, path, dict(urllib.parse.parse_qsl(url.query))))
             status, body, *more = fake.next_answer(path)
-            data = json.dumps(body).encode()
+            raw = isinstance(body, bytes)
+            data = body if raw else json.dumps(body).encode()
+            headers = {"Content-Length": str(len(data)), **(more[0] if more else {})}
             self.send_response(status)
-            for name, value in (more[0] if more else {}).items():
+            for name, value in headers.items():
                 self.send_header(name, value)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Content-Type", "application/octet-stream" if raw else "application/json")
             self.end_headers()
             self.wfile.write(data)
 

@@ -144,3 +144,26 @@ def test_a_failing_page_retries_that_page_only(fake: FakeLakeFS) -> None:
     fake.answer(REPOS, (200, _page(["b"], next_offset="")))
     assert [r.id for r in _client(fake).list_repositories(page_size=1)] == ["a", "b"]
     assert [r.query.get("after", "") for r in fake.requests] == ["", "a", "a"]
+
+
+METARANGE = f"{REPO}/metadata/object/meta_range/abc123"
+
+
+def test_a_metadata_file_is_read_whole_after_transient_failures(fake: FakeLakeFS) -> None:
+    """Metadata files are read outside the generated SDK; they keep its retries: a 503 and a body cut short
+    are read again, and the bytes come back as lakeFS sent them."""
+    data = bytes(range(256)) * 40
+    cut = (200, data[:1000], {"Content-Length": str(len(data))})
+    fake.answer(METARANGE, (503, {"message": "busy"}), cut, (200, data))
+    client = _client(fake, attempts=3)
+    assert client.get_metadata_object("repo1", "meta_range", "abc123") == data
+    assert [(r.method, r.path) for r in fake.requests] == [("GET", METARANGE)] * 3
+    assert client.metadata_reads["meta_range"] == 1
+
+
+def test_a_missing_metadata_file_is_its_exception(fake: FakeLakeFS) -> None:
+    fake.answer(METARANGE, (410, {"message": "gone"}))
+    with pytest.raises(LakeFSGone) as caught:
+        _client(fake).get_metadata_object("repo1", "meta_range", "abc123")
+    assert str(caught.value) == f"download meta_range abc123 of repo1: lakeFS at {fake.endpoint} answered 410: gone"
+    assert len(fake.requests) == 1
