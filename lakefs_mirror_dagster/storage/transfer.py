@@ -6,11 +6,11 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import BinaryIO, Literal
+from typing import BinaryIO, Literal, TypeVar
 
 from ..backoff import Backoff
 from ..config import Concurrency
@@ -29,6 +29,7 @@ CopyMethod = Literal["server_side", "stream", "skipped"]
 
 #: Part sizes a pool remembers from multipart checksums it matched: tried first on the objects after.
 _REMEMBERED_PART_SIZES = 4
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -229,6 +230,19 @@ class _Failed(Exception):
         self.attempts = attempts
 
 
+class _OnThisThread(Executor):
+    """Runs each task as it is submitted, on the submitting thread, into a finished future: a run of one copy (a
+    history's commit adds one object, copied ahead on a read-ahead thread) starts no thread for it."""
+
+    def submit(self, fn: Callable[..., _T], /, *args: object, **kwargs: object) -> Future[_T]:
+        future: Future[_T] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as exc:
+            future.set_exception(exc)
+        return future
+
+
 class TransferPool:
     """Copies many objects on a bounded thread pool, skipping those already at the destination.
 
@@ -420,9 +434,12 @@ class TransferPool:
 
         # Threads up to the cap: an ``auto`` limit may grow while this run goes on (the executor starts them as
         # tasks wait, so there are at most as many as tasks pending), and then wakes this loop to submit more.
+        one = isinstance(tasks, Sequence) and len(tasks) == 1
         with (
             self.in_flight.watching(pending),
-            ThreadPoolExecutor(max_workers=self.in_flight.cap, thread_name_prefix="blockstore-copy") as pool,
+            _OnThisThread()
+            if one
+            else ThreadPoolExecutor(max_workers=self.in_flight.cap, thread_name_prefix="blockstore-copy") as pool,
         ):
             for task in tasks:
                 with pending:

@@ -198,6 +198,28 @@ def test_objects_known_present_are_skipped_without_a_look_and_the_rest_are_copie
     assert all(dst.read_bytes(t.dst_uri) == objects[t.src_uri] for t in tasks)
 
 
+def test_a_run_of_one_copy_is_made_on_the_callers_thread_failures_and_retries_alike(tmp_path: Path) -> None:
+    """A history's commit adds one object: its copy starts no thread, and still retries, fails and reports
+    as a copy on the pool's threads does."""
+    inner = LocalBlockstore(root=tmp_path / "a")
+    [(uri, data)] = make_objects(inner, 1).items()
+    dst = LocalBlockstore(root=tmp_path / "b")
+    pool = TransferPool(concurrency=4, max_attempts=3, backoff_initial=0.1, sleep=lambda _: None)
+    threads: list[threading.Thread] = []
+
+    summary = pool.run(
+        [CopyTask(Flaky(inner, failures=2), uri, dst, uri, len(data))],
+        on_result=lambda r: threads.append(threading.current_thread()),
+    )
+    assert (summary.copied, summary.retries, summary.failed) == (1, 2, [])
+    assert threads == [threading.current_thread()]
+    assert dst.read_bytes(uri) == data
+
+    summary = pool.run([CopyTask(inner, "local://src/missing", dst, "local://x/y")])
+    [failure] = summary.failed
+    assert failure.error_type == "ObjectNotFound" and summary.copied == 0
+
+
 def test_pool_reports_failures_with_reasons_and_copies_the_rest(tmp_path: Path) -> None:
     src, dst = LocalBlockstore(root=tmp_path / "a"), LocalBlockstore(root=tmp_path / "b")
     objects = make_objects(src, 5)
