@@ -13,6 +13,7 @@ first when it is already complete. Table and key layout: ``graveler.commit_recor
 
 from __future__ import annotations
 
+import bisect
 import logging
 import threading
 import time
@@ -300,14 +301,18 @@ class SourceCommitTimes:
         """Each commit's nanoseconds below its second; runs a refs dump of the source if one is unknown."""
         wanted = list(commit_ids)
         with self._lock:
-            if any(c not in self._nanos for c in wanted):
-                self._nanos.update(self._dump())
+            unknown = [c for c in wanted if c not in self._nanos]
+            if unknown:
+                self._nanos.update(self._dump(unknown))
             missing = [c for c in wanted if c not in self._nanos]
             if missing:
                 raise ReplicationError(f"source refs dump of {self._repo} lacks commit(s) {', '.join(missing[:5])}")
             return {c: self._nanos[c] for c in wanted}
 
-    def _dump(self) -> dict[str, int]:
+    def _dump(self, unknown: Sequence[str]) -> dict[str, int]:
+        """The times of the commits in the source's refs dump ranges that may hold ``unknown`` commits: the dump
+        keeps commits by ID, so only the ranges whose key span covers one are read (an incremental of a long
+        history reads one, not all of them)."""
         client, repo = self._client, self._repo
         task = client.call(f"submit refs dump of {repo}", client.repositories.dump_submit, repo, retry=False)
         deadline = time.monotonic() + self._timeout_s
@@ -325,7 +330,11 @@ class SourceCommitTimes:
         if not metarange_id:
             return nanos
         metarange = verify_range_file(self._read("meta_range", metarange_id), metarange_id)
+        keys = sorted(c.encode() for c in unknown)
         for ref in iter_range_refs(metarange):
+            first = bisect.bisect_left(keys, ref.min_key)
+            if first == len(keys) or keys[first] > ref.max_key:
+                continue
             sst = verify_range_file(self._read("range", ref.range_id), ref.range_id)
             for _key, _identity, commit in iter_commits(sst):
                 nanos[commit.id] = commit.creation_date_nanos

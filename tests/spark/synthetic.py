@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import google_crc32c
 from lakefs_mirror_devenv import MinioInstance
 
+from lakefs_mirror_dagster.graveler import CommitData
+from lakefs_mirror_dagster.graveler.commit_record import encode_commit_data
 from lakefs_mirror_dagster.graveler.ident import commit_id, entry_identity
 from lakefs_mirror_dagster.graveler.range_id import range_id_of_bytes
 from lakefs_mirror_dagster.graveler.sstable import ROCKSDB_MAGIC, mask_crc
@@ -100,6 +102,13 @@ def build_range(objects: list[tuple[str, str, int, str]]) -> SyntheticRange:
     data = _sstable(records, {b"type": b"ranges"})
     keys = [r[0] for r in records]
     return SyntheticRange(range_id_of_bytes(data), data, keys[0], keys[-1], len(records))
+
+
+def build_commits_range(commits: list[CommitData]) -> SyntheticRange:
+    """A range of a refs dump's commits (keyed and identified by commit ID), as lakeFS's dump writes them."""
+    records = sorted((c.id.encode(), _value(c.id.encode(), encode_commit_data(c))) for c in commits)
+    data = _sstable(records, {b"type": b"ranges", b"entity": b"commit"})
+    return SyntheticRange(range_id_of_bytes(data), data, records[0][0], records[-1][0], len(records))
 
 
 def build_metarange(ranges: list[SyntheticRange]) -> tuple[str, bytes]:
