@@ -113,6 +113,7 @@ class MirrorEngine:
             strict=self.settings.strict_full_addresses,
             reads=self.in_process.reads,
         )
+        commit_times = SourceCommitTimes(source.client, source.repository, source.read_metadata)
         self.history = HistoryTransfer(
             source=source,
             planner=self.planner,
@@ -124,13 +125,14 @@ class MirrorEngine:
             settings=self.settings,
             progress=self.progress,
             mirror_repo=mirror_repo,
+            planned=commit_times.ahead if refstore is not None else None,
         )
         self.promoter = Promoter(
             destination=destination,
             mirror_repo=mirror_repo,
             heads=self.heads,
             planner=self.planner,
-            commit_times=SourceCommitTimes(source.client, source.repository, source.read_metadata),
+            commit_times=commit_times,
             refstore=refstore,
         )
 

@@ -16,7 +16,7 @@ import functools
 import itertools
 import logging
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -92,8 +92,11 @@ class HistoryTransfer:
         settings: EngineSettings,
         progress: ProgressReporter,
         mirror_repo: str,
+        planned: Callable[[list[str]], None] | None = None,
     ) -> None:
+        """``planned`` hears the IDs of the commits a ref needs, before their transfer starts."""
         self.source = source
+        self.planned = planned
         self.planner = planner
         self.in_process = in_process
         self.transferer = transferer
@@ -118,6 +121,8 @@ class HistoryTransfer:
     def prepare(self, kind: RefKind, name: str, target: str) -> PreparedRef:
         """Transfer and validate everything ``target`` needs at the destination; promotes nothing."""
         commits = self.planner.missing_commits(target)
+        if commits and self.planned is not None:
+            self.planned([c.id for c in commits])
         stats = TransferStats(commits=len(commits))
         prepared = PreparedRef(kind, name, target, commits, stats)
         for commit in commits:

@@ -14,10 +14,12 @@ first when it is already complete. Table and key layout: ``graveler.commit_recor
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -37,6 +39,7 @@ from ..graveler.commit_record import (
 from ..lakefs import Commit, LakeFSClient
 from ..mirrors import MirrorsDatabaseError
 from ..mirrors.dynamodb.table import make_client
+from .aside import aside
 from .errors import ReplicationError
 
 __all__ = [
@@ -280,7 +283,9 @@ class SourceCommitTimes:
     """The source's full-precision commit times, from its refs dump (the API has whole seconds only).
 
     A dump lists every commit of the repository, so it is run only when a commit is not known yet, and its
-    times are kept for the engine's life.
+    times are kept for the engine's life. ``ahead`` starts the dump for commits about to be transferred, so that
+    its round trips (submit, status, the dump's metarange and ranges) overlap the transfer instead of following
+    it: over a link of 80 ms they were 0.3-0.5 s of every pass that created commit records.
     """
 
     def __init__(
@@ -296,11 +301,26 @@ class SourceCommitTimes:
         self._poll_s, self._timeout_s = poll_interval_s, timeout_s
         self._nanos: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._early: Future[dict[str, int]] | None = None
+
+    def ahead(self, commit_ids: Iterable[str]) -> None:
+        """Start a dump beside the caller for those of ``commit_ids`` not known yet, unless one is under way."""
+        with self._lock:
+            unknown = [c for c in commit_ids if c not in self._nanos]
+            if unknown and self._early is None:
+                self._early = aside(functools.partial(self._dump, unknown), name=f"refs-dump-{self._repo}")
 
     def nanos(self, commit_ids: Iterable[str]) -> Mapping[str, int]:
-        """Each commit's nanoseconds below its second; runs a refs dump of the source if one is unknown."""
+        """Each commit's nanoseconds below its second; runs a refs dump of the source if one is unknown (after
+        collecting the one ``ahead`` started, whose failure only means a dump now)."""
         wanted = list(commit_ids)
         with self._lock:
+            early, self._early = self._early, None
+            if early is not None:
+                try:
+                    self._nanos.update(early.result())
+                except Exception as exc:
+                    log.debug("the refs dump of %s started ahead failed (%s); dumping again", self._repo, exc)
             unknown = [c for c in wanted if c not in self._nanos]
             if unknown:
                 self._nanos.update(self._dump(unknown))

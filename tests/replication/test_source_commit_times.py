@@ -3,6 +3,7 @@ commit ranges that can hold the commits asked about (lakeFS itself is in ``test_
 
 from __future__ import annotations
 
+import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -39,14 +40,22 @@ class Source:
         self.files = {("meta_range", self.metarange_id): metarange, **{("range", r.range_id): r.data for r in ranges}}
         self.reads: list[tuple[str, str]] = []
         self.dumps = 0
+        self.submitted = threading.Event()
+        self.failures = 0  # dumps still to fail
         refs = SimpleNamespace(commits_meta_range_id=self.metarange_id)
         self.repositories = SimpleNamespace(
             dump_submit=lambda repo: self._submitted(),
-            dump_status=lambda repo, task_id: SimpleNamespace(done=True, error=None, refs=refs),
+            dump_status=lambda repo, task_id: SimpleNamespace(
+                done=True, error="disk full" if task_id == "failing" else None, refs=refs
+            ),
         )
 
     def _submitted(self) -> SimpleNamespace:
         self.dumps += 1
+        self.submitted.set()
+        if self.failures:
+            self.failures -= 1
+            return SimpleNamespace(id="failing")
         return SimpleNamespace(id="task")
 
     def call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -79,3 +88,29 @@ def test_a_commit_the_dump_lacks_is_an_error() -> None:
     with pytest.raises(ReplicationError, match="lacks commit"):
         times.nanos(["ff" * 32])
     assert [kind for kind, _ in source.reads] == ["meta_range"], "a range that cannot hold it was read"
+
+
+def test_a_dump_started_ahead_is_the_one_the_times_come_from() -> None:
+    """``ahead`` (the pass's plan is known) dumps beside the transfer; the promotion then finds the times."""
+    commits = [_commit(n) for n in range(1, 21)]
+    source = Source(commits, per_range=10)
+    times = SourceCommitTimes(source, "repo", source.read)  # type: ignore[arg-type]
+
+    times.ahead([c.id for c in commits[15:]])
+    times.ahead([c.id for c in commits[:5]])  # one under way already: not a second
+    assert source.submitted.wait(10), "no dump was started ahead"
+    assert times.nanos(c.id for c in commits[15:]) == {c.id: c.creation_date_nanos for c in commits[15:]}
+    assert source.dumps == 1
+    times.ahead([c.id for c in commits[15:]])  # all known: nothing to dump
+    assert source.dumps == 1
+
+
+def test_a_dump_ahead_that_failed_is_made_again_when_the_times_are_needed() -> None:
+    commits = [_commit(n) for n in range(1, 6)]
+    source = Source(commits, per_range=10)
+    source.failures = 1
+    times = SourceCommitTimes(source, "repo", source.read)  # type: ignore[arg-type]
+    times.ahead([commits[0].id])
+    assert source.submitted.wait(10)
+    assert times.nanos([commits[0].id]) == {commits[0].id: commits[0].creation_date_nanos}
+    assert source.dumps == 2
