@@ -304,11 +304,16 @@ class SourceCommitTimes:
         self._early: Future[dict[str, int]] | None = None
 
     def ahead(self, commit_ids: Iterable[str]) -> None:
-        """Start a dump beside the caller for those of ``commit_ids`` not known yet, unless one is under way."""
-        with self._lock:
+        """Start a dump beside the caller for those of ``commit_ids`` not known yet, unless one is under way (also
+        one that ``nanos`` is making or collecting for another ref: the caller does not wait for it)."""
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
             unknown = [c for c in commit_ids if c not in self._nanos]
             if unknown and self._early is None:
                 self._early = aside(functools.partial(self._dump, unknown), name=f"refs-dump-{self._repo}")
+        finally:
+            self._lock.release()
 
     def nanos(self, commit_ids: Iterable[str]) -> Mapping[str, int]:
         """Each commit's nanoseconds below its second; runs a refs dump of the source if one is unknown (after
