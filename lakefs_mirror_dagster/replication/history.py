@@ -21,7 +21,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..graveler import GravelerError, Metarange, RangeRef, SSTableError, decode_metarange
-from ..graveler import commit_id as compute_commit_id
 from ..lakefs import Commit, LakeFSError
 from ..logs import log_fields
 from ..storage import ObjectStat, StorageError, fixed_workers
@@ -30,7 +29,7 @@ from .errors import ReplicationError
 from .failpoints import failpoint
 from .history_window import Window, WindowValidation, WrittenMetarange
 from .in_process import InProcessTransferer
-from .planner import CommitPlanner
+from .planner import CommitPlanner, id_of_fields
 from .plugs import RangeBatch, RangeTransferer, RangeValidator, SyncingRef, ValidatedCache, ref_label
 from .prefetch import MetadataPrefetch
 from .progress import ProgressReporter
@@ -438,14 +437,7 @@ def _overlap(a: RangeRef, b: RangeRef) -> bool:
 
 
 def _verify_commit_id(commit: Commit) -> None:
-    computed = compute_commit_id(
-        commit.committer,
-        commit.message,
-        commit.metarange_id,
-        commit.creation_date,
-        commit.metadata,
-        list(commit.parents),
-    )
+    computed = id_of_fields(commit)
     if computed != commit.id:
         raise ReplicationError(
             f"source commit {commit.id} does not hash to its ID (fields give {computed}); refusing to replicate it"

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
+from ..graveler import commit_id as compute_commit_id
 from ..lakefs import Commit, LakeFSClient, LakeFSNotFound
 from .errors import ReplicationError
 
-__all__ = ["CommitPlanner"]
+__all__ = ["CommitPlanner", "id_of_fields"]
 
 _MAX_COMMITS = 10_000_000
 
@@ -44,13 +45,17 @@ class CommitPlanner:
         self._commits: dict[str, Commit] = {}
 
     def exists_at_destination(self, commit_id: str) -> bool:
+        """Whether the mirror has the commit. Its record, when it hashes to its ID, is the source's (the ID is a
+        hash of the fields) and is remembered as such: a parent found at the mirror is not read from the source."""
         if commit_id in self._present:
             return True
         try:
-            self._destination.get_commit(self._mirror_repo, commit_id)
+            commit = self._destination.get_commit(self._mirror_repo, commit_id)
         except LakeFSNotFound:
             return False
         self._present.add(commit_id)
+        if commit.id == commit_id == id_of_fields(commit):
+            self._commits.setdefault(commit_id, commit)
         return True
 
     def mark_present(self, commit_ids: Iterable[str]) -> None:
@@ -130,24 +135,36 @@ class CommitPlanner:
         chain read from the source's log stops at a commit known present or already found missing."""
         chain = [self._from_log(log, cid)]
 
-        def reach(index: int) -> int:
-            """Extend the chain towards ``index``; the highest index it has (short of it where the chain ends)."""
-            while len(chain) <= index:
-                parents = chain[-1].parents
-                if not parents or parents[0] in missing or parents[0] in self._present:
-                    break
-                chain.append(self._from_log(log, parents[0]))
-            return min(index, len(chain) - 1)
+        def next_id() -> str | None:
+            """The first parent of the chain's last commit, unless the chain ends there (known present, or
+            found missing by an earlier run)."""
+            parents = chain[-1].parents
+            if not parents or parents[0] in missing or parents[0] in self._present:
+                return None
+            return parents[0]
 
-        low, high, step = 0, len(chain), 1  # chain[low] is missing; chain[high:] is present (or past the end)
+        def reach(index: int) -> int:
+            """Read the chain's commits up to before ``index``: the highest index whose ID is known then, short of
+            ``index`` where the chain ends. The ID one past the commits read is a parent's, known unread: a
+            one-commit change asks the destination about its parent without reading it from the source."""
+            while len(chain) < index and (parent := next_id()) is not None:
+                chain.append(self._from_log(log, parent))
+            return min(index, len(chain) if next_id() is not None else len(chain) - 1)
+
+        def id_at(index: int) -> str:
+            return chain[index].id if index < len(chain) else chain[-1].parents[0]
+
+        low, high, step = 0, len(chain), 1  # chain[low] is missing; from ``high`` on present (or past the end)
         while True:
             probe = reach(low + step)
             if probe == low:
                 high = len(chain)
                 break
-            if self.exists_at_destination(chain[probe].id):
+            if self.exists_at_destination(id_at(probe)):
                 high = probe
                 break
+            if probe == len(chain):  # missing, so its commit is needed: read it
+                chain.append(self._from_log(log, id_at(probe)))
             low, step = probe, step * 2
         while high - low > 1:
             middle = (low + high) // 2
@@ -156,6 +173,12 @@ class CommitPlanner:
             else:
                 low = middle
         return chain[:high]
+
+
+def id_of_fields(commit: Commit) -> str:
+    """The ID lakeFS computes from the commit's fields: a commit whose ``id`` differs is not what it says."""
+    fields = (commit.committer, commit.message, commit.metarange_id, commit.creation_date, commit.metadata)
+    return compute_commit_id(*fields, list(commit.parents))
 
 
 def _parents_first(commits: dict[str, Commit]) -> list[Commit]:

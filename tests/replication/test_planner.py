@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 import pytest
 
+from lakefs_mirror_dagster.graveler import commit_id
 from lakefs_mirror_dagster.lakefs import Commit, LakeFSNotFound
 from lakefs_mirror_dagster.replication import ReplicationError
 from lakefs_mirror_dagster.replication.planner import CommitPlanner
@@ -117,3 +119,66 @@ def test_merge_parents_and_their_lines_are_found_missing_too(present: int) -> No
     assert all(
         missing.index(p) < missing.index(c.id) for c in commits if c.id in missing for p in c.parents if p in missing
     )
+
+
+class _CountingLog(_Log):
+    """A source log that counts what is read from it: commits asked one by one, and log pages."""
+
+    def __init__(self, commits: list[Commit]) -> None:
+        super().__init__(commits)
+        self.gets: list[str] = []
+        self.logs = 0
+
+    def get_commit(self, repo: str, commit_id: str) -> Commit:
+        self.gets.append(commit_id)
+        return super().get_commit(repo, commit_id)
+
+    def log_commits(self, repo: str, ref: str, *, page_size: int) -> Iterator[Commit]:
+        self.logs += 1
+        yield from super().log_commits(repo, ref, page_size=page_size)
+
+
+class _Records:
+    """A mirror holding the records of ``commits`` as lakeFS answers them."""
+
+    def __init__(self, commits: list[Commit]) -> None:
+        self.by_id = {c.id: c for c in commits}
+
+    def get_commit(self, repo: str, commit_id: str) -> Commit:
+        if commit_id not in self.by_id:
+            raise LakeFSNotFound(f"commit {commit_id} not found", status=404)
+        return self.by_id[commit_id]
+
+
+def _hashed_line(n: int) -> list[Commit]:
+    """``n`` commits on one line whose IDs are their fields' hash, as lakeFS makes them; newest last."""
+    line: list[Commit] = []
+    for i in range(n):
+        parents = [line[-1].id] if line else []
+        message, metarange, created, metadata = f"commit {i}", f"{i:064x}", 1_700_000_000 + i, {"i": str(i)}
+        cid = commit_id("c", message, metarange, created, metadata, parents)
+        line.append(Commit(cid, tuple(parents), "c", message, created, metarange, metadata, generation=i + 1))
+    return line
+
+
+def test_a_one_commit_change_reads_neither_the_log_nor_the_parent_from_the_source() -> None:
+    """The head's record is read once (its time, before the copy); its parent, at the mirror, is asked about
+    there, and what the pass needs of it (its metarange) comes from the mirror's record."""
+    line = _hashed_line(5)
+    source = _CountingLog(line)
+    planner = CommitPlanner(source, "repo", _Records(line[:-1]), "mirror")  # type: ignore[arg-type]
+    head, parent = line[-1], line[-2]
+
+    assert planner.source_commit(head.id) == head
+    assert [c.id for c in planner.missing_commits(head.id)] == [head.id]
+    assert planner.source_commit(parent.id).metarange_id == parent.metarange_id
+    assert (source.gets, source.logs) == ([head.id], 0)
+
+
+def test_a_mirror_record_that_does_not_hash_to_its_id_is_not_taken_for_the_source_s() -> None:
+    line = _hashed_line(3)
+    forged = dataclasses.replace(line[1], metarange_id="f" * 64)
+    source = _CountingLog(line)
+    planner = CommitPlanner(source, "repo", _Records([line[0], forged]), "mirror")  # type: ignore[arg-type]
+    assert [c.id for c in planner.missing_commits(line[2].id)] == [line[2].id]
+    assert planner.source_commit(line[1].id).metarange_id == line[1].metarange_id
