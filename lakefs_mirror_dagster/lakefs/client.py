@@ -304,13 +304,7 @@ class LakeFSClient:
         def attempt() -> bytes:
             # Outside the generated SDK: a history's first sync reads two such files per commit, and the SDK's
             # per-call argument validation and response handling cost about as much CPU as the request itself.
-            resp = self._raw("GET", path, {}, operation="get_metadata_object", what=what)
-            try:
-                return resp.read()
-            except _RETRYABLE_TRANSPORT as exc:  # cut off mid-body: read again
-                raise self._unreachable(what, exc) from exc
-            finally:
-                resp.release_conn()
+            return self._raw("GET", path, {}, operation="get_metadata_object", what=what, preload=True).data
 
         return self._retried(attempt)
 
@@ -388,9 +382,12 @@ class LakeFSClient:
         what: str,
         body: bytes | None = None,
         content_type: str | None = None,
+        preload: bool = False,
     ) -> urllib3.BaseHTTPResponse:
-        """A request outside the generated SDK (streaming bodies), with the same error mapping; ``operation`` names
-        it for the request timing hooks (``observe.timed``: until the answer's headers, not its streamed body)."""
+        """A request outside the generated SDK (streaming bodies, unless ``preload``: then the body is read with
+        the answer, and a connection broken while it arrives is retried by the pool as the SDK's requests are),
+        with the same error mapping; ``operation`` names it for the request timing hooks (``observe.timed``: until
+        the answer's headers, or its whole body when preloaded)."""
         headers = urllib3.make_headers(basic_auth=self._basic_auth)
         if content_type:
             headers["Content-Type"] = content_type
@@ -398,13 +395,13 @@ class LakeFSClient:
         try:
             with timed("lakefs", operation) as request:
                 resp = self._api.rest_client.pool_manager.request(
-                    method, url, body=body, headers=headers, timeout=self._timeout_s, preload_content=False
+                    method, url, body=body, headers=headers, timeout=self._timeout_s, preload_content=preload
                 )
                 request.failed = _failed_status(resp.status)
         except _RETRYABLE_TRANSPORT as exc:
             raise self._unreachable(what, exc) from exc
         if resp.status >= 300:
-            data = resp.read()
+            data = resp.data  # preloaded or not
             resp.release_conn()
             raise error_for_status(resp.status, data, endpoint=self.endpoint, what=what, headers=resp.headers)
         return resp

@@ -21,7 +21,9 @@ def test_a_reset_in_the_middle_of_a_transfer_over_80ms_converges(wan_rig: FaultR
     shapes = {t["name"]: t["attributes"] for t in link.proxy.toxics(link.proxies[0])}
     assert shapes["link-latency-downstream"] == {"latency": 40, "jitter": 5}  # the link the sync runs over
 
-    result = run_trial(wan_rig, link, "reset", fault_s=2.0, objects=12)
+    # Longer than the store client's own retries of a read (obstore: 5, waits doubling from 0.1 s, up to about
+    # 6 s in all), which absorb a shorter reset without a word: the sync's copy pool then sees the failure itself.
+    result = run_trial(wan_rig, link, "reset", fault_s=8.0, objects=12)
     print(f"\n[wan] 80 ms link, {result.describe()}\n{result.faulted_tail}")
     assert result.mid_transfer, "the sync finished before the resets began: nothing was tested"
     # The resets reached the sync: it saw connections fail and retried (or gave up cleanly, for the next sync).
