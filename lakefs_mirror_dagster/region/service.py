@@ -164,8 +164,10 @@ class ReplicationService:
                 f"{self.config.region} and only syncs mirrors into its own region"
             )
         src, repo = self.client(mirror.source_region), mirror.source_repository
-        namespace = src.get_repository(repo).storage_namespace
-        source = RepositorySource(src, repo, namespace, store=self.source_store(mirror.source_region))
+        store = self.source_store(mirror.source_region)
+        # read from its store: the namespace is needed for every read; through lakeFS's API, never by a pass
+        namespace = src.get_repository(repo).storage_namespace if store is not None else None
+        source = RepositorySource(src, repo, namespace, store=store)
         return source, self.client(mirror.destination_region), self.destination_store(mirror.storage_id)
 
     def engine_for(self, mirror: Mirror, *, plugs: EnginePlugs | None = None) -> MirrorEngine:

@@ -294,18 +294,33 @@ class SourceReader:
     def __init__(
         self,
         repository: str,
-        storage_namespace: str,
+        storage_namespace: str | None,
         *,
         store: Blockstore | None = None,
         client: LakeFSClient | None = None,
     ) -> None:
+        """``storage_namespace`` None: asked of the source's lakeFS (``client``) when first needed."""
         if store is None and client is None:
             raise ValueError("a source reader needs the source's store or its lakeFS client")
+        if storage_namespace is None and client is None:
+            raise ValueError("a source reader without the source's storage namespace needs its lakeFS client")
         self.repository = repository
-        self.storage_namespace = storage_namespace
+        self._namespace = storage_namespace
+        self._namespace_lock = threading.Lock()
         self.store = store
         self._api_client = client
         self._api_reader = ApiObjectReader(client) if client is not None else None
+
+    @property
+    def storage_namespace(self) -> str:
+        """The source repository's storage namespace. Reads through the lakeFS API never need it, so a pass
+        without ``source_stores`` does not pay a round trip across the link for it."""
+        if self._namespace is None:
+            with self._namespace_lock:
+                if self._namespace is None:
+                    assert self._api_client is not None
+                    self._namespace = self._api_client.get_repository(self.repository).storage_namespace
+        return self._namespace
 
     @property
     def mode(self) -> str:
@@ -338,7 +353,7 @@ class RepositorySource(SourceReader):
         self,
         client: LakeFSClient,
         repository: str,
-        storage_namespace: str,
+        storage_namespace: str | None,
         *,
         store: Blockstore | None = None,
     ) -> None:

@@ -7,6 +7,7 @@ import itertools
 import re
 import threading
 import urllib.request
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -132,12 +133,21 @@ def same_log(mirror_log: list[Commit], source_log: list[Commit]) -> bool:
 
 def lakefs_operation_count(endpoint: str, operation: str) -> int:
     """How many API requests of ``operation`` (an OpenAPI operation ID such as ``ListBranches``) this lakeFS
-    answered since it started, whatever their status: lakeFS's own Prometheus ``/metrics`` (the count of its
-    ``api_request_duration_seconds`` histogram), an observer nobody here wrote."""
+    answered since it started, whatever their status (``lakefs_operations``)."""
+    return lakefs_operations(endpoint)[operation]
+
+
+def lakefs_operations(endpoint: str) -> Counter[str]:
+    """The API requests this lakeFS answered since it started, by operation, whatever their status: lakeFS's own
+    Prometheus ``/metrics`` (the count of its ``api_request_duration_seconds`` histogram), an observer nobody
+    here wrote."""
     with urllib.request.urlopen(f"{endpoint}/metrics", timeout=10) as resp:
         text = resp.read().decode()
-    pattern = rf'^api_request_duration_seconds_count\{{[^}}]*operation="{re.escape(operation)}"[^}}]*\}} (\S+)$'
-    return sum(int(float(m.group(1))) for m in re.finditer(pattern, text, re.MULTILINE))
+    counts: Counter[str] = Counter()
+    pattern = r'^api_request_duration_seconds_count\{[^}]*operation="([^"]+)"[^}]*\} (\S+)$'
+    for m in re.finditer(pattern, text, re.MULTILINE):
+        counts[m.group(1)] += int(float(m.group(2)))
+    return counts
 
 
 class InFlight:
