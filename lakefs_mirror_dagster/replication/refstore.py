@@ -294,11 +294,14 @@ class SourceCommitTimes:
         repository: str,
         read_metadata: Callable[[str, str], bytes],
         *,
+        first_poll_s: float = 0.05,
         poll_interval_s: float = 0.2,
         timeout_s: float = 600.0,
     ) -> None:
+        """The dump's status is first asked ``first_poll_s`` after it was submitted, then at waits doubling up
+        to ``poll_interval_s``, for ``timeout_s`` in all."""
         self._client, self._repo, self._read = client, repository, read_metadata
-        self._poll_s, self._timeout_s = poll_interval_s, timeout_s
+        self._first_poll_s, self._poll_s, self._timeout_s = first_poll_s, poll_interval_s, timeout_s
         self._nanos: dict[str, int] = {}
         self._lock = threading.Lock()
         self._early: Future[dict[str, int]] | None = None
@@ -340,14 +343,15 @@ class SourceCommitTimes:
         history reads one, not all of them)."""
         client, repo = self._client, self._repo
         task = client.call(f"submit refs dump of {repo}", client.repositories.dump_submit, repo, retry=False)
-        deadline = time.monotonic() + self._timeout_s
+        # lakeFS dumps in the background: asked at once, it is never done, and each status costs a round trip
+        polls = Backoff(base=self._first_poll_s, cap=self._poll_s, deadline=self._timeout_s).start()
+        time.sleep(self._first_poll_s)
         while True:
             status = client.call(f"refs dump status of {repo}", client.repositories.dump_status, repo, task.id)
             if status.done:
                 break
-            if time.monotonic() > deadline:
+            if not polls.wait():
                 raise ReplicationError(f"refs dump of {repo} (task {task.id}) not done after {self._timeout_s:.0f}s")
-            time.sleep(self._poll_s)
         if status.error or status.refs is None:
             raise ReplicationError(f"refs dump of {repo} failed: {status.error or 'no refs'}")
         metarange_id = status.refs.commits_meta_range_id
