@@ -58,6 +58,8 @@ class HistoryRound:
     commit_record_requests: int
     #: One-commit incrementals after it, by ``--commit-records`` name: seconds, the source's requests.
     incremental: dict[str, tuple[float, Counter[str]]]
+    #: Requests each region's MinIO served in the first sync, by S3 operation (by MinIO name).
+    store_requests: dict[str, Counter[str]]
 
 
 def size_text(size: int) -> str:
@@ -110,6 +112,9 @@ def _history_tables(rtts: list[float], first_sync: dict[float, HistoryRound], co
         )
         top = ", ".join(f"{op} {n / commits:.2f}" for op, n in requests.most_common(6))
         print(f"  {'':>6}  source lakeFS requests per commit: {top}")
+        for minio, counts in first_sync[rtt].store_requests.items():
+            ops = ", ".join(f"{op} {n / commits:.2f}" for op, n in counts.most_common(6))
+            print(f"  {'':>6}  {minio} requests per commit: {ops}")
         records = first_sync[rtt].commit_record_requests
         print(f"  {'':>6}  CreateCommitRecord requests at the mirror's lakeFS: {records}")
         print(f"  {'':>6}  ours: {figure.note}; {figure.cpu_text()}")

@@ -112,6 +112,21 @@ def api_requests(env: Environment, region: str = SOURCE) -> Counter[str]:
     return counts
 
 
+#: The MinIO of each region of the link: the source's and the mirror's.
+REGION_STORES = ("minio-a", "minio-c")
+
+
+def store_requests(env: Environment, minio: str) -> Counter[str]:
+    """Requests a devenv MinIO has served so far, by S3 operation (its public v3 metrics: not cached, unlike v2)."""
+    counts: Counter[str] = Counter()
+    with urllib.request.urlopen(f"{env.minio[minio].endpoint}/minio/metrics/v3/api/requests", timeout=30) as resp:
+        for line in resp.read().decode().splitlines():
+            if line.startswith("minio_api_requests_total{") and 'type="s3"' in line:
+                labels, value = line.rsplit(" ", 1)
+                counts[labels.split('name="', 1)[1].split('"', 1)[0]] += int(float(value))
+    return counts
+
+
 def build_history(env: Environment, commits: int, branches: int, tags: int) -> tuple[str, int]:
     """A repository with ``commits`` one-object commits on main, branches and tags at earlier commits; its name
     and its number of commits."""
@@ -172,8 +187,8 @@ def backfill_round(
         assert env.toxiproxy is not None
         store_proxy = env.toxiproxy.proxies[env.links[0]["proxies"]["store"]]
         # rclone reads the source store through the link's proxy, as our sync's presigned reads do.
-        src = dataclasses.replace(env.minio["minio-a"], endpoint=f"http://{store_proxy}")
-        dst = env.minio["minio-c"]
+        src = dataclasses.replace(env.minio[REGION_STORES[0]], endpoint=f"http://{store_proxy}")
+        dst = env.minio[REGION_STORES[1]]
         src_path, dst_path = f"{src_bucket}/{src_prefix}", f"{dst_bucket}/rclone-{uuid.uuid4().hex[:8]}"
         figures.append(measured(env, lambda: rclone_sync(rclone, src, dst, src_path, dst_path, transfers, payload)))
     return figures
@@ -184,6 +199,7 @@ def history_round(env: Environment, configs: dict[str, Path], repo: str, commits
     then a one-commit incremental with each of them."""
     config = next(iter(configs.values()))
     before, mirror_before = api_requests(env), api_requests(env, MIRROR)
+    stores_before = {m: store_requests(env, m) for m in REGION_STORES}
     mirror: list[str] = []
 
     def first_sync() -> Figure:
@@ -195,13 +211,14 @@ def history_round(env: Environment, configs: dict[str, Path], repo: str, commits
     figure = measured(env, first_sync)
     requests = api_requests(env) - before
     records = (api_requests(env, MIRROR) - mirror_before)["CreateCommitRecord"]
+    stores = {m: store_requests(env, m) - stores_before[m] for m in REGION_STORES}
     incremental: dict[str, tuple[float, Counter[str]]] = {}
     for name, each in configs.items():
         add_one_object_commit(env, SOURCE, repo, f"incremental/{uuid.uuid4().hex[:8]}.bin")
         before = api_requests(env)
         child = sync_in_child(each, mirror[0])
         incremental[name] = (child.result["seconds"], api_requests(env) - before)
-    return HistoryRound(figure, requests, records, incremental)
+    return HistoryRound(figure, requests, records, incremental, stores)
 
 
 @contextlib.contextmanager

@@ -148,6 +148,8 @@ def start_minio(name: str, base_dir: Path, *, access_key: str | None = None) -> 
             "MINIO_BROWSER": "off",
             "MINIO_UPDATE": "off",
             "MINIO_CALLHOME_ENABLE": "off",
+            # requests by S3 operation, for benchmarks (the server listens on loopback only)
+            "MINIO_PROMETHEUS_AUTH_TYPE": "public",
         },
     )
     endpoint = f"http://127.0.0.1:{port}"
