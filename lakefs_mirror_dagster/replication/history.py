@@ -47,8 +47,8 @@ log = logging.getLogger(__name__)
 
 #: Threads reading a history's metadata files ahead (``MetadataPrefetch``): round trips overlapped at once, and
 #: how many metaranges ahead of the pass they read (a commit's reads are a few round trips one after another).
-PREFETCH_WORKERS = 32
-PREFETCH_WINDOW = 64
+PREFETCH_WORKERS = 64
+PREFETCH_WINDOW = 128
 #: Metaranges transferred before their validation and marks are done together.
 VALIDATION_WINDOW = 32
 #: Metaranges whose objects, range files and metarange file are written at once (in-process transfer only).
