@@ -124,7 +124,7 @@ def _history_tables(rtts: list[float], first_sync: dict[float, HistoryRound], co
             total = sum(requests.values())
             verdict = "meets" if total <= GOAL_INCREMENTAL_REQUESTS else "misses"
             ops = ", ".join(f"{op} {n}" for op, n in requests.most_common())
-            print(f"  {rtt:>4g}ms  {name:>8}  {seconds:>6.2f}s  {total:>3} source lakeFS requests  {verdict}  ({ops})")
+            print(f"  {rtt:>4g}ms  {name:>8}  {seconds:>6.2f}s  {total:>3} source requests  {verdict}  ({ops})")
 
 
 def _lag_table(rtts: list[float], lag: dict[float, ModeResult], commits: int) -> None:

@@ -28,12 +28,14 @@ The mirror region's lakeFS runs on PostgreSQL, as in production (``devenv up --l
 ``--commit-records`` says how its sync writes commit records: ``refstore`` (default) with ``refstore_database``
 set to that lakeFS's database, 500 records a transaction; ``api`` without it, one ``CreateCommitRecord`` request a
 record. Which one was used is printed beside the figures, with the ``CreateCommitRecord`` requests the mirror's
-lakeFS served.
+lakeFS served. ``--source-reads`` says how it reads the source: ``api`` (default) through the source lakeFS's API
+(``GetMetadataObject``, ``GetObject``; the source's MinIO is then read by its lakeFS, locally), ``store`` from the
+source's MinIO through the link by address (``source_stores``; its requests count in the incremental's).
 
     .venv/bin/python benchmarks/wan.py [--objects 10000] [--size 16KiB] [--large-objects 20] [--large-size 64MiB]
         [--commits 5000] [--branches 100] [--tags 200] [--lag-commits 20] [--rtts 0,20,80,200] [--rate 0]
         [--transfers 16] [--concurrency auto|N] [--parts backfill,large,history,lag,egress] [--egress-limit 50Mbit]
-        [--egress-seconds 30] [--commit-records refstore|api]
+        [--egress-seconds 30] [--commit-records refstore|api] [--source-reads api|store]
 
 Small smoke run: ``--objects 300 --large-objects 2 --large-size 8MiB --commits 30 --branches 3 --tags 3
 --lag-commits 10 --rtts 0,80``. rclone comes from the Debian package (installed here when run as root).
@@ -80,6 +82,12 @@ MiB = 1024 * 1024
 COMMIT_RECORDS = {
     "refstore": "refstore_database (the mirror lakeFS's PostgreSQL, 500 records a transaction)",
     "api": "lakeFS's CreateCommitRecord (one request a record; mirror lakeFS on PostgreSQL)",
+}
+
+#: ``--source-reads``: how the mirror region's sync reads the source's files, both through the link.
+SOURCE_READS = {
+    "api": "through the source lakeFS's API",
+    "store": "from the source's store (source_stores), metadata and objects by address",
 }
 
 
@@ -194,9 +202,12 @@ def backfill_round(
     return figures
 
 
-def history_round(env: Environment, configs: dict[str, Path], repo: str, commits: int) -> HistoryRound:
+def history_round(
+    env: Environment, configs: dict[str, Path], repo: str, commits: int, *, store_reads: bool
+) -> HistoryRound:
     """A first sync of ``repo`` into a fresh mirror with the first of ``configs`` (by ``--commit-records`` name),
-    then a one-commit incremental with each of them."""
+    then a one-commit incremental with each of them. With ``store_reads`` (``--source-reads store``) the source
+    store's requests cross the link too and count in the incremental's, as ``store:<operation>``."""
     config = next(iter(configs.values()))
     before, mirror_before = api_requests(env), api_requests(env, MIRROR)
     stores_before = {m: store_requests(env, m) for m in REGION_STORES}
@@ -216,8 +227,14 @@ def history_round(env: Environment, configs: dict[str, Path], repo: str, commits
     for name, each in configs.items():
         add_one_object_commit(env, SOURCE, repo, f"incremental/{uuid.uuid4().hex[:8]}.bin")
         before = api_requests(env)
+        store_before = store_requests(env, REGION_STORES[0])
         child = sync_in_child(each, mirror[0])
-        incremental[name] = (child.result["seconds"], api_requests(env) - before)
+        served = api_requests(env) - before
+        if store_reads:
+            served.update(
+                {f"store:{op}": n for op, n in (store_requests(env, REGION_STORES[0]) - store_before).items()}
+            )
+        incremental[name] = (child.result["seconds"], served)
     return HistoryRound(figure, requests, records, incremental, stores)
 
 
@@ -308,6 +325,12 @@ def _args() -> argparse.Namespace:
         default="refstore",
         help="how the mirror writes commit records: refstore_database (default) or lakeFS's API",
     )
+    parser.add_argument(
+        "--source-reads",
+        choices=sorted(SOURCE_READS),
+        default="api",
+        help="how the mirror reads the source: through its lakeFS's API (default) or its store (source_stores)",
+    )
     parser.add_argument("--egress-seconds", type=float, default=30.0, help="seconds of data at the egress limit")
     args = parser.parse_args()
     try:
@@ -338,14 +361,17 @@ def main() -> None:
     rclone = ensure_rclone() if backfills else None
     print(f"start: {machine_load()}")
     with (
-        bench_environment(links=(LinkSpec(SOURCE, MIRROR),), lakefs_on_postgres=(MIRROR,)) as env,
+        bench_environment(
+            links=(LinkSpec(SOURCE, MIRROR, source_stores=args.source_reads == "store"),),
+            lakefs_on_postgres=(MIRROR,),
+        ) as env,
         contextlib.ExitStack() as stack,
     ):
         config = mirror_config(env, args.commit_records, args.concurrency)
         #: The incremental is measured both ways: the refs dump for sub-second times costs the source requests.
         others = {n: mirror_config(env, n, args.concurrency) for n in COMMIT_RECORDS if n != args.commit_records}
         incremental_configs = {args.commit_records: config, **others}
-        print(f"commit records: {COMMIT_RECORDS[args.commit_records]}", flush=True)
+        print(f"commit records: {COMMIT_RECORDS[args.commit_records]}; source reads: {SOURCE_READS[args.source_reads]}")
         built = {b: build_repository(env, SOURCE, objects=b.objects, object_size=b.size) for b in backfills}
         history = build_history(env, args.commits, args.branches, args.tags) if "history" in parts else None
         lag_work = Path(env.state_dir) / "lag"
@@ -361,13 +387,18 @@ def main() -> None:
             for b, repository in built.items():
                 backfill[b][rtt] = backfill_round(env, config, repository, rclone, args.transfers)
             if history is not None:
-                first_sync[rtt] = history_round(env, incremental_configs, *history)
+                first_sync[rtt] = history_round(
+                    env, incremental_configs, *history, store_reads=args.source_reads == "store"
+                )
             if lag_config is not None:
                 lag[rtt] = lag_round(env, lag_config, lag_work, rtt, args.lag_commits, rng)
         if "egress" in parts and args.egress_bytes > 0:
             print(f"\n=== egress at {args.egress_limit} over {rtts[-1]:g} ms ({machine_load()})", flush=True)
             egress = (rtts[-1], args.egress_bytes, *egress_round(env, config, args.egress_bytes, args.egress_seconds))
-        refs = f"{args.branches} branches, {args.tags} tags; commit records: {COMMIT_RECORDS[args.commit_records]}"
+        refs = (
+            f"{args.branches} branches, {args.tags} tags; commit records: {COMMIT_RECORDS[args.commit_records]}; "
+            f"source reads: {SOURCE_READS[args.source_reads]}"
+        )
         rate = f"{args.rate:g} Mbit/s" if args.rate else "unlimited"
         report(rate, rtts, backfill, first_sync, (history[1] if history else 0, refs), lag, args.lag_commits)
         if egress is not None:
