@@ -90,6 +90,18 @@ SOURCE_READS = {
     "store": "from the source's store (source_stores), metadata and objects by address",
 }
 
+#: S3 operations on the source's store that are the source lakeFS's own, never the mirror's reads across the link.
+SOURCE_STORE_WRITES = (
+    "PutObject",
+    "CopyObject",
+    "DeleteObject",
+    "DeleteMultipleObjects",
+    "NewMultipartUpload",
+    "PutObjectPart",
+    "CompleteMultipartUpload",
+    "AbortMultipartUpload",
+)
+
 
 def set_round_trip(env: Environment, rtt_ms: float, rate_bits: float) -> None:
     """Every proxy of the link to ``rtt_ms`` (rtt/2 each way) and ``rate_bits`` (0: unlimited)."""
@@ -231,9 +243,9 @@ def history_round(
         child = sync_in_child(each, mirror[0])
         served = api_requests(env) - before
         if store_reads:
-            served.update(
-                {f"store:{op}": n for op, n in (store_requests(env, REGION_STORES[0]) - store_before).items()}
-            )
+            across = store_requests(env, REGION_STORES[0]) - store_before
+            # the sync never writes the source's store: its writes are the source lakeFS's own (the refs dump)
+            served.update({f"store:{op}": n for op, n in across.items() if not op.startswith(SOURCE_STORE_WRITES)})
         incremental[name] = (child.result["seconds"], served)
     return HistoryRound(figure, requests, records, incremental, stores)
 
