@@ -4,6 +4,7 @@ commit ranges that can hold the commits asked about (lakeFS itself is in ``test_
 from __future__ import annotations
 
 import threading
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -114,3 +115,45 @@ def test_a_dump_ahead_that_failed_is_made_again_when_the_times_are_needed() -> N
     assert source.submitted.wait(10)
     assert times.nanos([commits[0].id]) == {commits[0].id: commits[0].creation_date_nanos}
     assert source.dumps == 2
+
+
+def test_the_dump_status_is_first_asked_once_lakefs_had_time_to_finish() -> None:
+    """lakeFS dumps in the background: a status asked at once is never done and costs a round trip for nothing.
+    This dump is done 40 ms after its submit; the first status, 50 ms after it, finds it done."""
+    commits = [_commit(n) for n in range(1, 4)]
+    source = Source(commits, per_range=10)
+    done_status = source.repositories.dump_status
+    statuses: list[bool] = []
+    submitted_at: list[float] = []
+    submit = source.repositories.dump_submit
+
+    def timed_submit(repo: str) -> Any:
+        submitted_at.append(time.monotonic())
+        return submit(repo)
+
+    def status(repo: str, task_id: str) -> Any:
+        answer = done_status(repo, task_id)
+        done = time.monotonic() - submitted_at[-1] >= 0.04
+        statuses.append(done)
+        return SimpleNamespace(done=done, error=answer.error, refs=answer.refs)
+
+    source.repositories.dump_submit, source.repositories.dump_status = timed_submit, status
+    times = SourceCommitTimes(source, "repo", source.read, first_poll_s=0.05)  # type: ignore[arg-type]
+
+    assert times.nanos([commits[1].id]) == {commits[1].id: 2_007}
+    assert statuses == [True]
+
+    # a dump still running then is asked again until it is done
+    running = iter([False, False])
+
+    def later_status(repo: str, task_id: str) -> Any:
+        answer = done_status(repo, task_id)
+        done = next(running, True)
+        statuses.append(done)
+        return SimpleNamespace(done=done, error=answer.error, refs=answer.refs)
+
+    source.repositories.dump_status = later_status
+    slow = SourceCommitTimes(source, "repo", source.read, first_poll_s=0.01, poll_interval_s=0.02)  # type: ignore[arg-type]
+    statuses.clear()
+    assert slow.nanos([commits[2].id]) == {commits[2].id: 3_007}
+    assert statuses == [False, False, True]
