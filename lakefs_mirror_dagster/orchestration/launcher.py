@@ -58,10 +58,9 @@ def run_worker(instance_ref: str, run_id: str) -> None:
     """A run worker's body (in the forked process): execute ``run_id`` as ``dagster api execute_run`` does."""
     from dagster._cli.api import _execute_run_command_body
     from dagster._core.instance.ref import InstanceRef
-    from dagster._serdes import deserialize_value
     from dagster._utils.interrupts import capture_interrupts
 
-    ref = deserialize_value(instance_ref, InstanceRef)
+    ref = dg.deserialize_value(instance_ref, InstanceRef)
     with capture_interrupts(), dg.DagsterInstance.from_ref(ref) as instance:
         pid = os.getpid()
         instance.add_run_tags(run_id, {RUN_WORKER_PID_TAG: str(pid), RUN_WORKER_START_TAG: process_start(pid) or ""})
@@ -140,10 +139,8 @@ class ForkRunLauncher(RunLauncher, ConfigurableClass):
         return self._context
 
     def launch_run(self, context: LaunchRunContext) -> None:
-        from dagster._serdes import serialize_value
-
         run = context.dagster_run
-        ref = serialize_value(self._instance.get_ref())
+        ref = dg.serialize_value(self._instance.get_ref())
         with self._lock:
             for run_id in [r for r, w in self._workers.items() if not w.is_alive()]:
                 self._workers.pop(run_id).join(0)
